@@ -1,0 +1,72 @@
+/**
+ * The coordinator SPI: how a node tells the others "new work is ready" and hears the same from them.
+ * Correctness never depends on it; the store decides who runs what. A coordinator only cuts latency,
+ * and every implementation must degrade to "no wakeups" rather than fail the node.
+ */
+
+/** A wakeup hint: what kind of work appeared, and which node saw it first. */
+export interface WakeupHint {
+  /** The numeric priority of the work that caused the hint (the highest in a coalesced window). */
+  priority: number;
+  /** The node id of the publisher; a node ignores hints whose source is itself. */
+  source: string;
+  /** A job type or queue name the work belongs to, when all of it shares one. */
+  target?: string;
+  /** What the hint is about: new work (the default) or a request to cancel a running job. */
+  kind?: "work" | "cancel";
+  /** For `kind: "cancel"`: the id of the job whose cancellation was requested. */
+  jobId?: string;
+}
+
+/** Counters and state every coordinator exposes, read by metrics and the inspector. */
+export interface CoordinatorStatus {
+  /** The transport name: none, in-memory, postgres, amqp or hazelcast. */
+  transport: string;
+  /** Whether the transport is connected now. */
+  connected: boolean;
+  /** Hints handed to the transport. */
+  published: number;
+  /** Hints received from other nodes and delivered to listeners. */
+  received: number;
+  /** Hints dropped: this node's own, or merged by coalescing. */
+  suppressed: number;
+  /** Messages on the channel that were not valid hints. */
+  malformed: number;
+  /** Successful reconnections after an outage. */
+  reconnects: number;
+}
+
+/** Lifecycle events a coordinator reports to its owner. */
+export interface CoordinatorEvents {
+  /** Connected (first time or after an outage): the node should poll once to catch up on lost hints. */
+  connected: () => void;
+  /** Lost the connection; the node falls back to polling. Reported once per outage. */
+  disconnected: (error: unknown) => void;
+  /** A message that was not a valid hint was ignored. */
+  malformed: (raw: unknown) => void;
+}
+
+/**
+ * A wakeup transport.
+ *
+ * @example
+ * ```ts
+ * const off = coordinator.onWakeup((hint) => poller.wake(hint));
+ * await coordinator.start();
+ * coordinator.notifyNewWork({ priority: 30, source: nodeId });
+ * ```
+ */
+export interface Coordinator {
+  /** Connects. Resolves once connected, or once the first attempt failed and reconnection runs in the background: it never rejects for an unreachable server. */
+  start(): Promise<void>;
+  /** Publishes a hint. Never throws and never blocks: hints are coalesced and dropped while disconnected. */
+  notifyNewWork(hint: WakeupHint): void;
+  /** Subscribes to hints from other nodes; returns the unsubscribe function. */
+  onWakeup(listener: (hint: WakeupHint) => void): () => void;
+  /** Subscribes to lifecycle events; returns the unsubscribe function. */
+  on<E extends keyof CoordinatorEvents>(event: E, listener: CoordinatorEvents[E]): () => void;
+  /** Counters and connection state. */
+  status(): CoordinatorStatus;
+  /** Disconnects and releases everything; idempotent. */
+  close(): Promise<void>;
+}
