@@ -1,0 +1,153 @@
+/**
+ * The runtime's configuration: every field documented, defaulted and validated where it is read, with
+ * environment variables for the deployment-specific ones. A bad value is a clear error at createPawl.
+ */
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import type pg from "pg";
+import type { Coordinator } from "../coordinators/spi.js";
+import { systemClock, type Clock } from "./clock.js";
+import { ValidationError } from "./errors.js";
+import { silentLogger, type Logger } from "./logger.js";
+import { defaultMaxPayloadBytes } from "./payload.js";
+import { defaultSchema, validateSchemaName } from "./store/schema-name.js";
+
+/** Options of {@link createPawl}. Every field is optional. */
+export interface PawlConfig {
+  /** PostgreSQL URL. Env `DATABASE_URL`; default `postgres://postgres@127.0.0.1:5432/postgres`. */
+  connectionString?: string;
+  /** Your own pool instead of `connectionString` (pawl will not end it on close). */
+  pool?: pg.Pool;
+  /** Connections in pawl's own pool. Default 10. */
+  maxConnections?: number;
+  /** The schema holding pawl's tables. Env `PAWL_SCHEMA`; default `pawl`. */
+  schema?: string;
+  /** This node's id, unique in the cluster. Env `PAWL_NODE_ID`; default host-pid-random. */
+  nodeId?: string;
+  /** Jobs run at once on this node. Env `PAWL_CONCURRENCY`; default 10. */
+  concurrency?: number;
+  /** Jobs claimed ahead of free slots into a local buffer, to overlap claiming with running. Default 2 x concurrency. */
+  prefetch?: number;
+  /** Lower bound of the adaptive poll delay in normal mode (ms). Default 2000. */
+  pollIntervalMs?: number;
+  /** Age boost: one priority level per this many ms of waiting past the scheduled time; 0 disables. Default 15 min. */
+  boostIntervalMs?: number;
+  /** The largest payload accepted, in bytes of JSON. Default 256 KiB. */
+  maxPayloadBytes?: number;
+  /** `full` claims payloads with the batch; `lazy` claims ids and loads payloads when execution starts. Default `full`. */
+  claimMode?: "full" | "lazy";
+  /** How long completed outcomes may wait to be written in one batch (ms). Default 2. */
+  completionFlushMs?: number;
+  /** The wakeup transport: `none`, `in-memory`, `postgres`, an amqp:// or hazelcast:// URL, or an instance. Env `PAWL_COORDINATOR`. */
+  coordinator?: string | Coordinator;
+  /** Where pawl logs. Default: silent. */
+  logger?: Logger;
+  /** The clock for in-process timers and machine delays (tests pass a ManualClock). */
+  clock?: Clock;
+}
+
+/** {@link PawlConfig} with defaults applied. */
+export interface ResolvedConfig {
+  connectionString: string;
+  pool: pg.Pool | undefined;
+  maxConnections: number;
+  schema: string;
+  nodeId: string;
+  concurrency: number;
+  prefetch: number;
+  pollIntervalMs: number | undefined;
+  boostIntervalMs: number;
+  maxPayloadBytes: number;
+  claimMode: "full" | "lazy";
+  completionFlushMs: number;
+  coordinator: string | Coordinator;
+  logger: Logger;
+  clock: Clock;
+}
+
+const known = new Set<string>([
+  "connectionString",
+  "pool",
+  "maxConnections",
+  "schema",
+  "nodeId",
+  "concurrency",
+  "prefetch",
+  "pollIntervalMs",
+  "boostIntervalMs",
+  "maxPayloadBytes",
+  "claimMode",
+  "completionFlushMs",
+  "coordinator",
+  "logger",
+  "clock",
+]);
+
+/** Checks an integer option, naming it in the error. */
+export function intOption(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new ValidationError(
+      "INVALID_CONFIG",
+      `invalid ${name} ${JSON.stringify(value)}: use an integer from ${min} to ${max}`,
+    );
+  }
+  return value;
+}
+
+function envInt(name: string): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) throw new ValidationError("INVALID_CONFIG", `${name}=${raw} is not an integer`);
+  return n;
+}
+
+/** A node id that is unique by default: host, pid and a random suffix. */
+export function defaultNodeId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+}
+
+/**
+ * Applies defaults and environment variables, and validates.
+ *
+ * @throws ValidationError `INVALID_CONFIG` (or `INVALID_SCHEMA_NAME`) naming the field.
+ */
+export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
+  for (const key of Object.keys(config)) {
+    if (!known.has(key)) {
+      throw new ValidationError("INVALID_CONFIG", `unknown option ${JSON.stringify(key)} for createPawl`);
+    }
+  }
+  const concurrency = intOption("concurrency", config.concurrency ?? envInt("PAWL_CONCURRENCY") ?? 10, 1, 10_000);
+  const nodeId = config.nodeId ?? process.env.PAWL_NODE_ID ?? defaultNodeId();
+  if (typeof nodeId !== "string" || nodeId.length === 0 || nodeId.length > 200) {
+    throw new ValidationError("INVALID_CONFIG", `invalid nodeId ${JSON.stringify(nodeId)}: use 1-200 characters`);
+  }
+  const claimMode = config.claimMode ?? "full";
+  if (claimMode !== "full" && claimMode !== "lazy") {
+    throw new ValidationError("INVALID_CONFIG", `invalid claimMode ${JSON.stringify(claimMode)}: use full or lazy`);
+  }
+  const connectionString =
+    config.connectionString ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  if (typeof connectionString !== "string" || connectionString.length === 0) {
+    throw new ValidationError("INVALID_CONFIG", "connectionString must be a non-empty string");
+  }
+  return {
+    connectionString,
+    pool: config.pool,
+    maxConnections: intOption("maxConnections", config.maxConnections ?? 10, 2, 1000),
+    schema: validateSchemaName(config.schema ?? process.env.PAWL_SCHEMA ?? defaultSchema),
+    nodeId,
+    concurrency,
+    prefetch: intOption("prefetch", config.prefetch ?? concurrency * 2, 0, 100_000),
+    pollIntervalMs:
+      config.pollIntervalMs === undefined ? undefined : intOption("pollIntervalMs", config.pollIntervalMs, 1, 3_600_000),
+    boostIntervalMs: intOption("boostIntervalMs", config.boostIntervalMs ?? 15 * 60_000, 0, 2 ** 31 - 1),
+    maxPayloadBytes: intOption("maxPayloadBytes", config.maxPayloadBytes ?? defaultMaxPayloadBytes, 2, 64 * 1024 * 1024),
+    claimMode,
+    completionFlushMs: intOption("completionFlushMs", config.completionFlushMs ?? 2, 0, 10_000),
+    coordinator: config.coordinator ?? process.env.PAWL_COORDINATOR ?? "none",
+    logger: config.logger ?? silentLogger,
+    clock: config.clock ?? systemClock,
+  };
+}

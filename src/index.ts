@@ -1,0 +1,38 @@
+/**
+ * pawl's public API. Everything a user imports comes from here (and from `pawl/testing`,
+ * `pawl/coordinators` and `pawl/observability`).
+ */
+import type { PawlConfig } from "./config.js";
+import { PawlClient } from "./pawl.js";
+
+export { PawlClient } from "./pawl.js";
+export type { EnqueueItem, DeadLetterQueue } from "./pawl.js";
+export type { PawlConfig, ResolvedConfig } from "./config.js";
+export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
+export { PawlError, ValidationError, JobNotFoundError } from "./errors.js";
+export type { PawlErrorCode } from "./errors.js";
+export { priorities, resolvePriority } from "./priority.js";
+export type { Priority, PriorityName } from "./priority.js";
+export type { Job, JobStatus, JobErrorRecord } from "./store/job-row.js";
+export type { EnqueuedJob } from "./store/enqueue-jobs.js";
+export type { CancelResult } from "./store/cancel-job.js";
+export { JobStore } from "./store/job-store.js";
+export { ManualClock, systemClock } from "./clock.js";
+export type { Clock } from "./clock.js";
+export { consoleLogger, silentLogger } from "./logger.js";
+export type { Logger, LogFields } from "./logger.js";
+
+/**
+ * Creates a pawl instance.
+ *
+ * @example
+ * ```ts
+ * import { createPawl } from "pawl";
+ * const pawl = createPawl({ connectionString: process.env.DATABASE_URL, schema: "pawl" });
+ * await pawl.migrate();
+ * await pawl.enqueue("email.send", { to: "a@b.c" });
+ * ```
+ */
+export function createPawl(config?: PawlConfig): PawlClient {
+  return new PawlClient(config);
+}

@@ -1,0 +1,54 @@
+/**
+ * Canceling a job. A PENDING job becomes CANCELED at once. A RUNNING one becomes CANCELED in the store
+ * too: the node running it sees its completion refused (the row is no longer RUNNING) and discards the
+ * result, and the cancel request reaches the handler's context through the runtime.
+ */
+import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from "./job-row.js";
+import type { Queryable, Tables } from "./sql.js";
+
+/** What {@link cancelJob} did. */
+export interface CancelResult {
+  /** `canceled`: it was PENDING; `running-canceled`: it was RUNNING; `already-final`: nothing changed. */
+  outcome: "canceled" | "running-canceled" | "already-final";
+  /** The status before the call. */
+  previousStatus: JobStatus;
+  /** The job after the call. */
+  job: Job;
+}
+
+/** Cancels a job; null when no job has that id. */
+export async function cancelJob(db: Queryable, t: Tables, id: string, reason: string): Promise<CancelResult | null> {
+  const res = await db.query<JobRow & { previous_status: JobStatus }>(
+    `WITH prev AS (SELECT id, status FROM ${t.jobs} WHERE id = $1 FOR UPDATE),
+     upd AS (
+       UPDATE ${t.jobs} j SET status = 'CANCELED', cancel_reason = $2, finished_at = now(), updated_at = now()
+       FROM prev WHERE j.id = prev.id AND prev.status IN ('PENDING', 'RUNNING')
+       RETURNING ${jobColumns("j")}
+     )
+     SELECT prev.status AS previous_status, u.* FROM prev LEFT JOIN upd u ON true`,
+    [id, reason],
+  );
+  const row = res.rows[0];
+  if (!row) return null;
+  if (row.id === null) {
+    const job = await db.query<JobRow>(`SELECT ${jobColumns()} FROM ${t.jobs} WHERE id = $1`, [id]);
+    const current = job.rows[0];
+    if (!current) return null;
+    return { outcome: "already-final", previousStatus: row.previous_status, job: jobFromRow(current) };
+  }
+  return {
+    outcome: row.previous_status === "RUNNING" ? "running-canceled" : "canceled",
+    previousStatus: row.previous_status,
+    job: jobFromRow(row),
+  };
+}
+
+/** Of `ids`, those whose row is CANCELED now (the runtime's cancellation check). */
+export async function canceledAmong(db: Queryable, t: Tables, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const res = await db.query<{ id: string }>(
+    `SELECT id FROM ${t.jobs} WHERE id = ANY($1::bigint[]) AND status = 'CANCELED'`,
+    [ids],
+  );
+  return new Set(res.rows.map((r) => r.id));
+}

@@ -1,0 +1,152 @@
+/**
+ * Claims a batch of due PENDING jobs for one node in a single statement.
+ *
+ * The order is `(priority + floor(overdue / boostInterval)) DESC, scheduled_time, id`. No index can hold
+ * an order that depends on now(), but inside one raw priority the boost only ever favours older rows, so
+ * (scheduled_time, id) order *is* claim order within a level. The statement therefore walks the distinct
+ * priorities present (a recursive skip scan over the claim index), takes the first `limit` unlocked due
+ * rows of each level with an index range scan (FOR UPDATE SKIP LOCKED), and keeps the best `limit` of
+ * that union by effective priority. That is exact, and costs one short index scan per priority level in
+ * use instead of a sort of the whole backlog.
+ */
+import { named, type Queryable, type Tables } from "./sql.js";
+
+/** A claimed job as the runtime needs it. `payload` is absent on the lightweight path. */
+export interface ClaimedJob {
+  id: string;
+  type: string;
+  queue: string;
+  priority: number;
+  /** Levels added by the age boost at claim time (effective priority minus raw priority). */
+  boost: number;
+  /** This attempt's number (attempts were incremented by the claim). */
+  attempt: number;
+  maxAttempts: number;
+  timeoutMs: number | null;
+  scheduledTime: Date;
+  pickedAt: Date;
+  payload?: unknown;
+}
+
+/** Arguments of {@link claimJobs}. */
+export interface ClaimArgs {
+  nodeId: string;
+  limit: number;
+  /** Only these job types are claimed; rows of other types stay PENDING for nodes that know them. */
+  types: readonly string[];
+  /** Boost interval in ms; 0 disables the boost. */
+  boostIntervalMs: number;
+  /** Include payloads (the full path) or not (the lightweight path: load them with {@link loadPayloads}). */
+  withPayload: boolean;
+  /** Overrides the database's now() (tests); null uses now(). */
+  now?: Date | null;
+}
+
+interface ClaimRow {
+  id: string;
+  type: string;
+  queue: string;
+  priority: number;
+  effective: number;
+  attempts: number;
+  max_attempts: number;
+  timeout_ms: number | null;
+  scheduled_time: Date;
+  picked_at: Date;
+  payload?: unknown;
+}
+
+/** The claim statement (exported for EXPLAIN tests and docs). Parameters: limit, node, types, boost ms, now. */
+export function claimSql(t: Tables, withPayload: boolean): string {
+  const now = "coalesce($5::timestamptz, now())";
+  // The same expression ranks candidates and reports the boost, so the two always agree. (The UPDATE
+  // matches ids through ANY(ARRAY(...)) rather than a join: a join on the CTE is planned as a hash join
+  // over a sequential scan of the whole table.)
+  const boost = (a: string) =>
+    `CASE WHEN $4::bigint > 0 THEN floor(greatest(0, extract(epoch FROM ${now} - ${a}.scheduled_time) * 1000)` +
+    ` / $4::bigint)::int ELSE 0 END`;
+  return `
+    WITH RECURSIVE levels(p) AS (
+      (SELECT priority FROM ${t.jobs} WHERE status = 'PENDING' ORDER BY priority DESC LIMIT 1)
+      UNION ALL
+      SELECT (SELECT j.priority FROM ${t.jobs} j
+              WHERE j.status = 'PENDING' AND j.priority < levels.p
+              ORDER BY j.priority DESC LIMIT 1)
+      FROM levels WHERE levels.p IS NOT NULL
+    ),
+    candidates AS (
+      SELECT c.id, c.scheduled_time, c.priority + ${boost("c")} AS effective
+      FROM levels
+      CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
+        WHERE j.status = 'PENDING' AND j.priority = levels.p
+          AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
+        ORDER BY j.scheduled_time, j.id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      ) c
+      WHERE levels.p IS NOT NULL
+    ),
+    picked AS (
+      SELECT id FROM candidates ORDER BY effective DESC, scheduled_time, id LIMIT $1
+    )
+    UPDATE ${t.jobs} j
+    SET status = 'RUNNING', picked_by = $2, picked_at = now(), attempts = j.attempts + 1, updated_at = now()
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING j.id, j.type, j.queue, j.priority, j.priority + ${boost("j")} AS effective, j.attempts,
+              j.max_attempts, j.timeout_ms, j.scheduled_time, j.picked_at${withPayload ? ", j.payload" : ""}`;
+}
+
+const cache = new WeakMap<Tables, { full: ReturnType<typeof named>; light: ReturnType<typeof named> }>();
+
+function statements(t: Tables) {
+  let s = cache.get(t);
+  if (!s) {
+    s = { full: named(t, "claim_full", claimSql(t, true)), light: named(t, "claim_light", claimSql(t, false)) };
+    cache.set(t, s);
+  }
+  return s;
+}
+
+/**
+ * Claims up to `limit` jobs for `nodeId`: they become RUNNING, picked by the node, with the attempt
+ * counted. Returned in claim order. Concurrent claimers get disjoint batches.
+ */
+export async function claimJobs(db: Queryable, t: Tables, args: ClaimArgs): Promise<ClaimedJob[]> {
+  if (args.limit <= 0 || args.types.length === 0) return [];
+  const stmt = args.withPayload ? statements(t).full : statements(t).light;
+  const res = await db.query<ClaimRow>(
+    stmt([args.limit, args.nodeId, args.types, args.boostIntervalMs, args.now ?? null]),
+  );
+  const jobs = res.rows.map(
+    (r): ClaimedJob => ({
+      id: r.id,
+      type: r.type,
+      queue: r.queue,
+      priority: r.priority,
+      boost: r.effective - r.priority,
+      attempt: r.attempts,
+      maxAttempts: r.max_attempts,
+      timeoutMs: r.timeout_ms,
+      scheduledTime: r.scheduled_time,
+      pickedAt: r.picked_at,
+      ...(args.withPayload ? { payload: r.payload } : {}),
+    }),
+  );
+  // RETURNING has no order; restore claim order (effective priority, then scheduled time, then id).
+  return jobs.sort(
+    (a, b) =>
+      b.priority + b.boost - (a.priority + a.boost) ||
+      a.scheduledTime.getTime() - b.scheduledTime.getTime() ||
+      (BigInt(a.id) < BigInt(b.id) ? -1 : 1),
+  );
+}
+
+/** Loads payloads for jobs claimed on the lightweight path, by id. */
+export async function loadPayloads(db: Queryable, t: Tables, ids: readonly string[]): Promise<Map<string, unknown>> {
+  if (ids.length === 0) return new Map();
+  const res = await db.query<{ id: string; payload: unknown }>(
+    named(t, "load_payloads", `SELECT id, payload FROM ${t.jobs} WHERE id = ANY($1::bigint[])`)([ids]),
+  );
+  return new Map(res.rows.map((r) => [r.id, r.payload]));
+}

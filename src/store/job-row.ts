@@ -1,0 +1,135 @@
+/**
+ * The job as users see it, and the mapping from a scheduler_job_queue row. Ids are bigints in the
+ * database and strings in JavaScript, so they never lose precision.
+ */
+
+/** The statuses a job can be in. A retry is PENDING again with a later scheduled time. */
+export type JobStatus = "PENDING" | "RUNNING" | "SUCCEEDED" | "CANCELED" | "DEAD";
+
+/** All statuses, in lifecycle order. */
+export const jobStatuses: readonly JobStatus[] = ["PENDING", "RUNNING", "SUCCEEDED", "CANCELED", "DEAD"];
+
+/** One failed attempt, as kept in the job's `errors` (the newest 20 are kept). */
+export interface JobErrorRecord {
+  /** The attempt that failed (1-based). */
+  attempt: number;
+  /** When it was recorded (database time, ISO 8601). */
+  at: string;
+  /** The error's name (its class), or the kind of failure: timeout, node-lost, non-error. */
+  name: string;
+  /** The error's message. */
+  message: string;
+  /** The stack, when there was one (trimmed). */
+  stack?: string;
+}
+
+/** A job. */
+export interface Job<P = unknown> {
+  /** The job id (a bigint, as a decimal string). */
+  id: string;
+  type: string;
+  queue: string;
+  payload: P;
+  /** Raw priority, 0 to 100; higher runs first. */
+  priority: number;
+  status: JobStatus;
+  /** When the job becomes (or became) due. */
+  scheduledTime: Date;
+  /** Attempts started so far, including a running one. */
+  attempts: number;
+  maxAttempts: number;
+  /** The per-job timeout, or null for the type's (or the runtime's) default. */
+  timeoutMs: number | null;
+  /** The node that holds (or last held) the job. */
+  pickedBy: string | null;
+  pickedAt: Date | null;
+  uniqueKey: string | null;
+  errors: JobErrorRecord[];
+  /** The newest error's message, or null. */
+  lastError: string | null;
+  /** The handler's return value, for SUCCEEDED jobs. */
+  result: unknown;
+  /** Why the job was canceled, when it was. */
+  cancelReason: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+/** The columns of scheduler_job_queue, as pg returns them. */
+export interface JobRow {
+  id: string;
+  type: string;
+  queue: string;
+  payload: unknown;
+  priority: number;
+  status: JobStatus;
+  scheduled_time: Date;
+  attempts: number;
+  max_attempts: number;
+  timeout_ms: number | null;
+  picked_by: string | null;
+  picked_at: Date | null;
+  unique_key: string | null;
+  errors: JobErrorRecord[];
+  result: unknown;
+  cancel_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+/** Every column, for SELECT and RETURNING lists (qualified by `alias` when given). */
+export function jobColumns(alias?: string): string {
+  const p = alias ? `${alias}.` : "";
+  return [
+    "id",
+    "type",
+    "queue",
+    "payload",
+    "priority",
+    "status",
+    "scheduled_time",
+    "attempts",
+    "max_attempts",
+    "timeout_ms",
+    "picked_by",
+    "picked_at",
+    "unique_key",
+    "errors",
+    "result",
+    "cancel_reason",
+    "created_at",
+    "updated_at",
+    "finished_at",
+  ]
+    .map((c) => p + c)
+    .join(", ");
+}
+
+/** Maps a row to a {@link Job}. */
+export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
+  const last = row.errors.at(-1);
+  return {
+    id: row.id,
+    type: row.type,
+    queue: row.queue,
+    payload: row.payload as P,
+    priority: row.priority,
+    status: row.status,
+    scheduledTime: row.scheduled_time,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    timeoutMs: row.timeout_ms,
+    pickedBy: row.picked_by,
+    pickedAt: row.picked_at,
+    uniqueKey: row.unique_key,
+    errors: row.errors,
+    lastError: last ? last.message : null,
+    result: row.result,
+    cancelReason: row.cancel_reason,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    finishedAt: row.finished_at,
+  };
+}

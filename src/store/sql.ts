@@ -1,0 +1,48 @@
+/**
+ * The shared SQL plumbing: what can run a query, and the qualified table names of one schema. Every
+ * statement is built once per schema and named, so pg prepares it once per connection.
+ */
+import type { QueryConfig, QueryResult, QueryResultRow } from "pg";
+import { quoteSchema } from "./schema-name.js";
+
+/** Anything that runs a query: a pg Pool, PoolClient or Client (the caller's transaction). */
+export interface Queryable {
+  query<R extends QueryResultRow = QueryResultRow>(
+    config: QueryConfig | string,
+    values?: unknown[],
+  ): Promise<QueryResult<R>>;
+}
+
+/** The qualified names of one schema's tables. */
+export interface Tables {
+  /** The bare schema name. */
+  schema: string;
+  /** The quoted schema. */
+  s: string;
+  jobs: string;
+  nodes: string;
+  locks: string;
+  permits: string;
+}
+
+/** Builds {@link Tables} for a schema (validating the name). */
+export function tablesFor(schema: string): Tables {
+  const s = quoteSchema(schema);
+  return {
+    schema,
+    s,
+    jobs: `${s}.scheduler_job_queue`,
+    nodes: `${s}.scheduler_node`,
+    locks: `${s}.scheduler_lock`,
+    permits: `${s}.scheduler_resource_permit`,
+  };
+}
+
+/**
+ * A named statement: pg prepares it once per connection. Names must be unique per text, so the schema
+ * goes into the name.
+ */
+export function named(t: Tables, name: string, text: string): (values: unknown[]) => QueryConfig {
+  const full = `pawl_${t.schema}_${name}`;
+  return (values) => ({ name: full, text, values });
+}
