@@ -11,9 +11,11 @@ import { ValidationError } from "./errors.js";
 import { silentLogger, type Logger } from "./logger.js";
 import { defaultMaxPayloadBytes } from "./payload.js";
 import { defaultSchema, validateSchemaName } from "./store/schema-name.js";
+import { intOption } from "./int-option.js";
+import { runtimeOptionKeys, type RuntimeOptions } from "./runtime/runtime-config.js";
 
 /** Options of {@link createPawl}. Every field is optional. */
-export interface PawlConfig {
+export interface PawlConfig extends RuntimeOptions {
   /** PostgreSQL URL. Env `DATABASE_URL`; default `postgres://postgres@127.0.0.1:5432/postgres`. */
   connectionString?: string;
   /** Your own pool instead of `connectionString` (pawl will not end it on close). */
@@ -48,6 +50,8 @@ export interface PawlConfig {
 
 /** {@link PawlConfig} with defaults applied. */
 export interface ResolvedConfig {
+  /** The runtime options, as given (resolved by the runtime). */
+  runtime: RuntimeOptions;
   connectionString: string;
   pool: pg.Pool | undefined;
   maxConnections: number;
@@ -81,18 +85,8 @@ const known = new Set<string>([
   "coordinator",
   "logger",
   "clock",
+  ...runtimeOptionKeys,
 ]);
-
-/** Checks an integer option, naming it in the error. */
-export function intOption(name: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw new ValidationError(
-      "INVALID_CONFIG",
-      `invalid ${name} ${JSON.stringify(value)}: use an integer from ${min} to ${max}`,
-    );
-  }
-  return value;
-}
 
 function envInt(name: string): number | undefined {
   const raw = process.env[name];
@@ -132,7 +126,10 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
   if (typeof connectionString !== "string" || connectionString.length === 0) {
     throw new ValidationError("INVALID_CONFIG", "connectionString must be a non-empty string");
   }
+  const runtime: RuntimeOptions = {};
+  for (const k of runtimeOptionKeys) if (config[k] !== undefined) Object.assign(runtime, { [k]: config[k] });
   return {
+    runtime,
     connectionString,
     pool: config.pool,
     maxConnections: intOption("maxConnections", config.maxConnections ?? 10, 2, 1000),

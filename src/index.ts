@@ -3,9 +3,20 @@
  * `pawl/coordinators` and `pawl/observability`).
  */
 import type { PawlConfig } from "./config.js";
-import { PawlClient } from "./pawl.js";
+import { Pawl } from "./pawl-runtime.js";
 
 export { PawlClient } from "./pawl.js";
+export { Pawl } from "./pawl-runtime.js";
+export type { StopOptions } from "./pawl-runtime.js";
+export type { Handler, RegisterOptions, RetryOption } from "./runtime/registry.js";
+export type { RuntimeOptions } from "./runtime/runtime-config.js";
+export { JobContext } from "./runtime/job-context.js";
+export { Snooze, Discard, NonRetryableError, CancellationRequestedError } from "./runtime/job-errors.js";
+export { JobTimeoutError } from "./runtime/finish-attempt.js";
+export { PawlEventEmitter } from "./events.js";
+export type { PawlEvents, PawlEventName, JobEventInfo } from "./events.js";
+export type { ActorTree, ActorNode } from "./runtime/inspect.js";
+export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators/spi.js";
 export type { EnqueueItem, DeadLetterQueue } from "./pawl.js";
 export type { PawlConfig, ResolvedConfig } from "./config.js";
 export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
@@ -33,6 +44,6 @@ export type { Logger, LogFields } from "./logger.js";
  * await pawl.enqueue("email.send", { to: "a@b.c" });
  * ```
  */
-export function createPawl(config?: PawlConfig): PawlClient {
-  return new PawlClient(config);
+export function createPawl(config?: PawlConfig): Pawl {
+  return new Pawl(config);
 }

@@ -1,0 +1,134 @@
+/**
+ * The runtime's typed event stream. Everything observable happens here first: tests await events
+ * instead of sleeping, metrics subscribe to them, and the inspector reads them. Emitting to no listener
+ * costs a map lookup, so the hot path can always emit.
+ */
+import type { WakeupHint } from "../coordinators/spi.js";
+
+/** What every job event carries about the job. */
+export interface JobEventInfo {
+  id: string;
+  type: string;
+  queue: string;
+  priority: number;
+  attempt: number;
+  maxAttempts: number;
+}
+
+/** The event map: name -> payload. */
+export interface PawlEvents {
+  /** A node started (after migrations ran and the actors are live). */
+  "node:started": { nodeId: string };
+  /** A node stopped. */
+  "node:stopped": { nodeId: string; aborted: number };
+  /** A poll ran (it may have claimed nothing). */
+  poll: { mode: string; delayMs: number; claimed: number; limit: number; durationMs: number };
+  /** A batch was claimed. `boosts` holds the boost of each boosted job (levels above its raw priority). */
+  claim: { jobs: readonly JobEventInfo[]; limit: number; durationMs: number; boosts: readonly number[] };
+  /** The poller was woken. */
+  wakeup: { source: "local" | "coordinator"; hint?: WakeupHint };
+  "job:started": { job: JobEventInfo; pickupLatencyMs: number };
+  "job:succeeded": { job: JobEventInfo; durationMs: number };
+  /** A failed attempt that will be retried after `delayMs`. */
+  "job:retried": { job: JobEventInfo; error: Error; delayMs: number; timedOut: boolean };
+  /** A job moved to the dead letter queue. */
+  "job:dead": { job: JobEventInfo; error: Error; reason: "exhausted" | "non-retryable" | "discarded" | "invalid-payload"; timedOut: boolean };
+  "job:snoozed": { job: JobEventInfo; delayMs: number };
+  /** A job's result was discarded because it was canceled while running (or before it started). */
+  "job:canceled": { job: JobEventInfo };
+  /** A job handed back without counting the attempt. */
+  "job:rescheduled": { job: JobEventInfo; reason: "breaker" | "permit" | "shutdown"; delayMs: number };
+  /** An outcome the store refused: the row is no longer held by this node (canceled or recovered). */
+  "job:lost": { job: JobEventInfo; outcome: string };
+  "watchdog:soft-warning": { job: JobEventInfo; deadline: number };
+  "watchdog:cancel-request": { job: JobEventInfo; deadline: number };
+  "watchdog:hard-timeout": { job: JobEventInfo; deadline: number };
+  "breaker:change": { service: string; from: string; to: string };
+  "coordinator:connected": { transport: string };
+  "coordinator:disconnected": { transport: string; error: string };
+  /** Something failed inside the runtime; it was logged and the node carries on. */
+  error: { where: string; error: Error };
+}
+
+/** An event name. */
+export type PawlEventName = keyof PawlEvents;
+type Listener<E extends PawlEventName> = (payload: PawlEvents[E]) => void;
+
+/**
+ * A small typed emitter. Listener errors are caught and reported as `error` events (never thrown into
+ * the runtime), so a faulty subscriber cannot break job processing.
+ *
+ * @example
+ * ```ts
+ * const off = events.on("job:succeeded", ({ job }) => console.log(job.id));
+ * const next = await events.next("job:dead", (e) => e.job.type === "email.send");
+ * ```
+ */
+export class PawlEventEmitter {
+  private readonly listeners = new Map<PawlEventName, Set<Listener<never>>>();
+
+  /** Subscribes; returns the unsubscribe function. */
+  on<E extends PawlEventName>(name: E, listener: Listener<E>): () => void {
+    let set = this.listeners.get(name);
+    if (!set) this.listeners.set(name, (set = new Set()));
+    set.add(listener as Listener<never>);
+    return () => set.delete(listener as Listener<never>);
+  }
+
+  /** Whether anyone listens to `name` (lets callers skip building payloads). */
+  has(name: PawlEventName): boolean {
+    return (this.listeners.get(name)?.size ?? 0) > 0;
+  }
+
+  /** Emits an event to its listeners. */
+  emit<E extends PawlEventName>(name: E, payload: PawlEvents[E]): void {
+    const set = this.listeners.get(name);
+    if (!set || set.size === 0) return;
+    for (const l of set) {
+      try {
+        (l as Listener<E>)(payload);
+      } catch (error) {
+        if (name !== "error") this.emit("error", { where: `listener of ${name}`, error: toError(error) });
+      }
+    }
+  }
+
+  /**
+   * Resolves with the next `name` event that matches `predicate`, rejecting after `timeoutMs`
+   * (default 10 s) so a test that waits for an event that never comes fails with a clear message.
+   */
+  next<E extends PawlEventName>(
+    name: E,
+    predicate: (payload: PawlEvents[E]) => boolean = () => true,
+    timeoutMs = 10_000,
+  ): Promise<PawlEvents[E]> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off();
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for event ${name}`));
+      }, timeoutMs);
+      const off = this.on(name, (payload) => {
+        if (!predicate(payload)) return;
+        clearTimeout(timer);
+        off();
+        resolve(payload);
+      });
+    });
+  }
+}
+
+/** Turns anything thrown into an Error (handlers may throw strings or objects). */
+export function toError(value: unknown): Error {
+  if (value instanceof Error) return value;
+  const e = new Error(typeof value === "string" ? value : `non-error thrown: ${safeString(value)}`);
+  e.name = "NonErrorThrown";
+  return e;
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * The job task: one job's attempt, as a state machine. Each slot of a node owns one of these actors and
+ * reuses it for job after job (a fresh actor per job would cost several times more).
+ *
+ * States:
+ * - `idle`: the slot is free. `START` brings a claimed job and goes to the first step it needs.
+ * - `loading`: the lightweight claim path; the payload is loaded (`loadPayload`).
+ * - `checkingCancellation`: the job waited in the local buffer long enough that it may have been
+ *   canceled since its claim; the store is asked again (`checkCancellation`, batched by the runtime).
+ * - `gating` (transient): the circuit breaker of the job's service is consulted (an OPEN breaker hands
+ *   the job back for the open window without using an attempt); a job with a resource goes to
+ *   `acquiringPermit`; the payload is validated (an invalid one is DEAD at once); then `running`.
+ * - `acquiringPermit`: a cluster-wide permit for the job's resource is requested; a saturated resource
+ *   hands the job back after a delay without using an attempt.
+ * - `running`: the handler runs with its context bound; the watchdog is armed. `SETTLED` carries the
+ *   handler's outcome, `TIMED_OUT` comes from the watchdog's hard deadline, `ABORT` from shutdown. `CANCEL`
+ *   sets the attempt's cancellation request and stays.
+ *
+ * Every way out goes back to `idle` through the `finish` action, which records the outcome (batched),
+ * releases the permit, disarms the watchdog and frees the slot. The machine decides; the runtime's
+ * supplied actions do the I/O and answer with events.
+ */
+import { assign, setup } from "xstate";
+
+/** What an attempt ended with. */
+export type TaskOutcome =
+  | { kind: "success"; result: unknown }
+  | { kind: "failure"; error: unknown }
+  | { kind: "snooze"; delayMs: number }
+  | { kind: "timeout"; error: unknown }
+  | { kind: "canceled" }
+  | { kind: "breaker-open"; delayMs: number }
+  | { kind: "permit-denied"; delayMs: number }
+  | { kind: "invalid-payload"; error: unknown }
+  | { kind: "aborted" };
+
+/** The job as the task sees it: an opaque record the runtime owns. */
+export interface TaskJob {
+  id: string;
+  type: string;
+  attempt: number;
+  /** Set when the payload is known (full claim path, or after loading). */
+  hasPayload: boolean;
+  /** When the job was claimed (clock ms), to decide whether cancellation must be re-checked. */
+  claimedAt: number;
+  /** Whether the job's type has a circuit-breaker service. */
+  service: string | undefined;
+  /** Whether the job's type needs a resource permit. */
+  resource: string | undefined;
+}
+
+/** The task's context. */
+export interface JobTaskContext {
+  slot: number;
+  job: TaskJob | null;
+  /** When the handler started (clock ms), for the inspector. */
+  runningSince: number | null;
+  cancelRequested: boolean;
+  /** The runtime's clock. */
+  now: () => number;
+}
+
+/** Events the task accepts. */
+export type JobTaskEvent =
+  | { type: "START"; job: TaskJob }
+  | { type: "LOADED" }
+  | { type: "LOAD_FAILED"; error: unknown }
+  | { type: "CHECKED"; canceled: boolean }
+  | { type: "PERMIT"; granted: boolean; retryInMs: number }
+  | { type: "SETTLED"; outcome: TaskOutcome }
+  | { type: "TIMED_OUT"; error: unknown }
+  | { type: "CANCEL" }
+  | { type: "ABORT" };
+
+/** Input of the task actor. */
+export interface JobTaskInput {
+  slot: number;
+  now: () => number;
+}
+
+const finishWith = (outcome: (e: JobTaskEvent) => TaskOutcome) =>
+  ({
+    type: "finish",
+    params: ({ event }: { event: JobTaskEvent }) => outcome(event),
+  }) as const;
+
+/**
+ * The job-task machine. The runtime supplies every action and guard below through `.provide()`; the
+ * defaults here are inert so the machine can be tested on its own.
+ */
+export const jobTaskMachine = setup({
+  types: {
+    context: {} as JobTaskContext,
+    events: {} as JobTaskEvent,
+    input: {} as JobTaskInput,
+  },
+  actions: {
+    loadPayload: (_, _job: TaskJob) => {},
+    checkCancellation: (_, _job: TaskJob) => {},
+    acquirePermit: (_, _job: TaskJob) => {},
+    runHandler: (_, _job: TaskJob) => {},
+    requestCancellation: (_, _job: TaskJob) => {},
+    finish: (_, _outcome: TaskOutcome) => {},
+  },
+  guards: {
+    needsPayload: ({ event }) => event.type === "START" && !event.job.hasPayload,
+    needsCancelCheck: (_, _job: TaskJob) => false,
+    breakerOpen: (_, _job: TaskJob) => false,
+    needsPermit: ({ context }) => context.job?.resource !== undefined,
+    payloadInvalid: (_, _job: TaskJob) => false,
+  },
+  delays: {},
+}).createMachine({
+  id: "jobTask",
+  context: ({ input }) => ({ slot: input.slot, job: null, runningSince: null, cancelRequested: false, now: input.now }),
+  initial: "idle",
+  states: {
+    idle: {
+      entry: assign({ job: null }),
+      on: {
+        START: [
+          {
+            guard: "needsPayload",
+            target: "loading",
+            actions: assign({ job: ({ event }) => event.job, cancelRequested: false }),
+          },
+          {
+            guard: { type: "needsCancelCheck", params: ({ event }) => event.job },
+            target: "checkingCancellation",
+            actions: assign({ job: ({ event }) => event.job, cancelRequested: false }),
+          },
+          { target: "gating", actions: assign({ job: ({ event }) => event.job, cancelRequested: false }) },
+        ],
+      },
+    },
+    loading: {
+      entry: { type: "loadPayload", params: ({ context }) => context.job as TaskJob },
+      on: {
+        LOADED: "checkingCancellation",
+        LOAD_FAILED: { target: "idle", actions: finishWith((e) => ({ kind: "failure", error: errorOf(e) })) },
+        ABORT: { target: "idle", actions: finishWith(() => ({ kind: "aborted" })) },
+      },
+    },
+    checkingCancellation: {
+      entry: { type: "checkCancellation", params: ({ context }) => context.job as TaskJob },
+      on: {
+        CHECKED: [
+          {
+            guard: ({ event }) => event.canceled,
+            target: "idle",
+            actions: finishWith(() => ({ kind: "canceled" })),
+          },
+          { target: "gating" },
+        ],
+        ABORT: { target: "idle", actions: finishWith(() => ({ kind: "aborted" })) },
+      },
+    },
+    gating: {
+      always: [
+        {
+          guard: { type: "breakerOpen", params: ({ context }) => context.job as TaskJob },
+          target: "idle",
+          actions: finishWith(() => ({ kind: "breaker-open", delayMs: 0 })),
+        },
+        { guard: "needsPermit", target: "acquiringPermit" },
+        {
+          guard: { type: "payloadInvalid", params: ({ context }) => context.job as TaskJob },
+          target: "idle",
+          actions: finishWith(() => ({ kind: "invalid-payload", error: undefined })),
+        },
+        { target: "running" },
+      ],
+    },
+    acquiringPermit: {
+      entry: { type: "acquirePermit", params: ({ context }) => context.job as TaskJob },
+      on: {
+        PERMIT: [
+          {
+            guard: ({ event }) => !event.granted,
+            target: "idle",
+            actions: finishWith((e) => ({ kind: "permit-denied", delayMs: e.type === "PERMIT" ? e.retryInMs : 0 })),
+          },
+          {
+            guard: { type: "payloadInvalid", params: ({ context }) => context.job as TaskJob },
+            target: "idle",
+            actions: finishWith(() => ({ kind: "invalid-payload", error: undefined })),
+          },
+          { target: "running" },
+        ],
+        ABORT: { target: "idle", actions: finishWith(() => ({ kind: "aborted" })) },
+      },
+    },
+    running: {
+      entry: [
+        assign({ runningSince: ({ context }) => context.now() }),
+        { type: "runHandler", params: ({ context }) => context.job as TaskJob },
+      ],
+      exit: assign({ runningSince: null }),
+      on: {
+        SETTLED: { target: "idle", actions: finishWith((e) => (e.type === "SETTLED" ? e.outcome : { kind: "aborted" })) },
+        TIMED_OUT: { target: "idle", actions: finishWith((e) => ({ kind: "timeout", error: errorOf(e) })) },
+        ABORT: { target: "idle", actions: finishWith(() => ({ kind: "aborted" })) },
+        CANCEL: {
+          actions: [
+            assign({ cancelRequested: true }),
+            { type: "requestCancellation", params: ({ context }) => context.job as TaskJob },
+          ],
+        },
+      },
+    },
+  },
+});
+
+function errorOf(e: JobTaskEvent): unknown {
+  return "error" in e ? e.error : undefined;
+}

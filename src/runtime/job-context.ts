@@ -1,0 +1,89 @@
+/**
+ * The context of one attempt, handed to the handler and reachable anywhere in its async call tree
+ * through {@link JobContext.current} (AsyncLocalStorage). It carries the attempt's cancellation request
+ * and AbortSignal: the watchdog and `pawl.cancel()` set the request; the signal aborts at the hard
+ * deadline, on cancel, and at shutdown.
+ */
+import { PawlError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { jobContextStorage } from "./context-storage.js";
+import { CancellationRequestedError } from "./job-errors.js";
+
+/** What a handler learns about its attempt. */
+export class JobContext {
+  /** Identifies this attempt for CancellationRequestedError (a fresh object per attempt). */
+  readonly attemptToken: object = {};
+  private requested = false;
+  private readonly controller = new AbortController();
+
+  constructor(
+    /** The job id. */
+    readonly jobId: string,
+    /** The job type. */
+    readonly type: string,
+    /** This attempt's number, from 1. */
+    readonly attempt: number,
+    /** The attempts allowed in all. */
+    readonly maxAttempts: number,
+    /** When the watchdog ends this attempt (epoch ms). */
+    readonly deadlineMs: number,
+    /** A logger bound to the job and node ids. */
+    readonly logger: Logger,
+    /** The node running the attempt. */
+    readonly nodeId: string,
+  ) {}
+
+  /** Aborted at the hard deadline, when the job is canceled, and at shutdown. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** When the watchdog ends this attempt. */
+  get deadline(): Date {
+    return new Date(this.deadlineMs);
+  }
+
+  /** True once pawl has asked this attempt to stop. Cheap: no I/O. */
+  isCancellationRequested(): boolean {
+    return this.requested;
+  }
+
+  /** Throws a {@link CancellationRequestedError} if a stop was requested. */
+  throwIfCancellationRequested(): void {
+    if (this.requested) throw new CancellationRequestedError("cancellation requested", this);
+  }
+
+  /** @internal Sets the cancellation request. */
+  requestCancellation(): void {
+    this.requested = true;
+  }
+
+  /** @internal Sets the request and aborts the signal. */
+  abort(reason: string): void {
+    this.requested = true;
+    if (!this.controller.signal.aborted) this.controller.abort(new CancellationRequestedError(reason, this));
+  }
+
+  /**
+   * The context of the attempt whose async call tree this is.
+   *
+   * @throws PawlError `INVALID_STATE` outside a job.
+   * @example
+   * ```ts
+   * async function copyPages() {
+   *   const ctx = JobContext.current();
+   *   for (const page of pages) { ctx.throwIfCancellationRequested(); await copy(page); }
+   * }
+   * ```
+   */
+  static current(): JobContext {
+    const ctx = jobContextStorage.getStore();
+    if (!ctx) throw new PawlError("INVALID_STATE", "JobContext.current() called outside a job handler");
+    return ctx;
+  }
+
+  /** The current context, or undefined outside a job. */
+  static tryCurrent(): JobContext | undefined {
+    return jobContextStorage.getStore();
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * One attempt's bookkeeping on a node: the claimed job, its registered type, its context once running,
+ * and the flags that keep its outcome from being recorded twice (a handler that settles after the
+ * watchdog already ended the attempt is ignored).
+ */
+import type { ClaimedJob } from "../store/claim-jobs.js";
+import type { JobEventInfo } from "../events.js";
+import type { BreakerDecision } from "../logic/breaker.js";
+import type { TaskJob } from "../machines/job-task-machine.js";
+import type { JobContext } from "./job-context.js";
+import type { JobType } from "./registry.js";
+
+/** An attempt in flight on this node. */
+export interface JobRun {
+  claimed: ClaimedJob;
+  type: JobType;
+  task: TaskJob;
+  info: JobEventInfo;
+  slot: number;
+  claimedAt: number;
+  payload: unknown;
+  ctx: JobContext | null;
+  startedAt: number;
+  /** The outcome was decided (settled, timed out or aborted): later settlements are ignored. */
+  settled: boolean;
+  permitHeld: boolean;
+  breaker: BreakerDecision | null;
+  /** A validation error found before running. */
+  invalid: Error | null;
+  cancelRequested: boolean;
+}
+
+/** Builds the event info of a claimed job. */
+export function jobInfo(c: ClaimedJob): JobEventInfo {
+  return { id: c.id, type: c.type, queue: c.queue, priority: c.priority, attempt: c.attempt, maxAttempts: c.maxAttempts };
+}

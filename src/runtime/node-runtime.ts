@@ -1,0 +1,374 @@
+/**
+ * The node runtime: builds the actor tree (node -> poller, strategy, slots, watchdogs, breakers), supplies
+ * the machines' effects, and connects them to the store, the coordinator and the event stream. It holds
+ * the local buffer of claimed jobs and the free-slot list; every decision stays in the machines and the
+ * pure functions they call.
+ */
+import { createActor, type Actor, type AnyActorRef } from "xstate";
+import type { Coordinator, WakeupHint } from "../../coordinators/spi.js";
+import type { Clock } from "../clock.js";
+import { toError, type PawlEventEmitter } from "../events.js";
+import type { Logger } from "../logger.js";
+import { nodeMachine } from "../machines/node-machine.js";
+import type { PollingStrategyContext } from "../machines/polling-strategy-actor.js";
+import type { ClaimedJob } from "../store/claim-jobs.js";
+import type { JobStore } from "../store/job-store.js";
+import { finishAttempt } from "./finish-attempt.js";
+import { jobInfo, type JobRun } from "./job-run.js";
+import { OutcomeWriter } from "./outcome-writer.js";
+import type { JobType } from "./registry.js";
+import type { ResolvedRuntimeOptions } from "./runtime-config.js";
+import { SlotPool } from "./slot-pool.js";
+import { taskImplementations } from "./task-implementations.js";
+import { releasePermit } from "../store/permits.js";
+import { breakerAllow } from "../logic/breaker.js";
+
+/** What the runtime is built from. */
+export interface NodeRuntimeDeps {
+  nodeId: string;
+  concurrency: number;
+  prefetch: number;
+  claimMode: "full" | "lazy";
+  boostIntervalMs: number;
+  completionFlushMs: number;
+  options: ResolvedRuntimeOptions;
+  store: JobStore;
+  types: ReadonlyMap<string, JobType>;
+  events: PawlEventEmitter;
+  logger: Logger;
+  clock: Clock;
+  coordinator: Coordinator;
+}
+
+/** One node's running actor tree. Created by Pawl.start(). */
+export class NodeRuntime {
+  readonly root: Actor<typeof nodeMachine>;
+  readonly writer: OutcomeWriter;
+  readonly slots: SlotPool;
+  /** Claimed jobs waiting for a free slot. */
+  private buffer: ClaimedJob[] = [];
+  private bufferHead = 0;
+  /** Attempts in flight by job id (including those in the buffer's hand-off). */
+  readonly runs = new Map<string, JobRun>();
+  /** Jobs canceled while claimed but not yet started. */
+  readonly canceledLocally = new Set<string>();
+  private draining = false;
+  private stopping: Promise<number> | null = null;
+  private readonly offs: (() => void)[] = [];
+  private readonly lowWater: number;
+
+  constructor(readonly deps: NodeRuntimeDeps) {
+    const { clock, logger, events } = deps;
+    this.lowWater = Math.max(1, Math.floor(deps.prefetch / 2));
+    this.writer = new OutcomeWriter(deps.store, deps.nodeId, clock, logger, deps.completionFlushMs, (error) =>
+      events.emit("error", { where: "outcome-writer", error: toError(error) }),
+    );
+    const machine = nodeMachine.provide({
+      actors: taskImplementations(this),
+    });
+    this.root = createActor(machine, {
+      input: {
+        nodeId: deps.nodeId,
+        concurrency: deps.concurrency,
+        polling: deps.options.polling,
+        watchdog: deps.options.watchdog,
+        now: () => clock.now(),
+      },
+      clock,
+      systemId: "node",
+    });
+    this.root.subscribe({
+      error: (error) => {
+        logger.error("node actor failed", { error: String(error) });
+        events.emit("error", { where: "node actor", error: toError(error) });
+      },
+    });
+    this.slots = new SlotPool(deps.concurrency);
+  }
+
+  /** The actor with a system id (poller, strategy, slot-N, watchdog-N, breaker-S). */
+  actor(systemId: string): AnyActorRef | undefined {
+    return this.root.system.get(systemId);
+  }
+
+  /** Starts the actor tree and the first poll; subscribes to the coordinator. */
+  start(): void {
+    this.root.start();
+    const c = this.deps.coordinator;
+    this.offs.push(
+      c.onWakeup((hint) => this.onHint(hint)),
+      c.on("connected", () => {
+        this.deps.events.emit("coordinator:connected", { transport: c.status().transport });
+        // Hints sent while disconnected are gone: poll once to catch up.
+        this.wake("coordinator");
+      }),
+      c.on("disconnected", (error) =>
+        this.deps.events.emit("coordinator:disconnected", { transport: c.status().transport, error: String(error) }),
+      ),
+    );
+    this.actor("poller")?.send({ type: "START" });
+  }
+
+  /** How many jobs sit in the local buffer. */
+  get buffered(): number {
+    return this.buffer.length - this.bufferHead;
+  }
+
+  /** Room to claim into: free slots plus prefetch, minus what is buffered. */
+  room(): number {
+    if (this.draining) return 0;
+    return this.slots.free + this.deps.prefetch - this.buffered;
+  }
+
+  /** Wakes the poller (local enqueue or a coordinator hint). */
+  wake(source: "local" | "coordinator", hint?: WakeupHint): void {
+    if (this.draining) return;
+    this.actor("strategy")?.send({ type: "WAKEUP", now: this.deps.clock.now() });
+    this.actor("poller")?.send({ type: "WAKE" });
+    this.deps.events.emit("wakeup", hint ? { source, hint } : { source });
+  }
+
+  private onHint(hint: WakeupHint): void {
+    if (hint.kind === "cancel") {
+      if (hint.jobId) this.cancelRequested(hint.jobId);
+      return;
+    }
+    if (hint.target !== undefined && !this.deps.types.has(hint.target)) {
+      // A hint for a type this node does not run (targets are job types or queues; only skip known-foreign types).
+      if (!hint.target.includes("queue:")) return;
+    }
+    this.wake("coordinator", hint);
+  }
+
+  /** A job was canceled (here or on another node): tell its attempt, or drop it from the buffer. */
+  cancelRequested(jobId: string): void {
+    const run = this.runs.get(jobId);
+    if (run) {
+      run.cancelRequested = true;
+      this.actor(`slot-${run.slot}`)?.send({ type: "CANCEL" });
+      return;
+    }
+    for (let i = this.bufferHead; i < this.buffer.length; i++) {
+      if (this.buffer[i]?.id === jobId) {
+        this.canceledLocally.add(jobId);
+        return;
+      }
+    }
+  }
+
+  /** The poller's `claim` effect: claims up to the room and reports back. */
+  claim(): void {
+    const poller = this.actor("poller");
+    const limit = Math.min(this.room(), 1000);
+    const types = [...this.deps.types.keys()];
+    const started = this.deps.clock.now();
+    if (limit <= 0 || types.length === 0) {
+      this.afterClaim([], 0, started);
+      return;
+    }
+    this.deps.store
+      .claim({
+        nodeId: this.deps.nodeId,
+        limit,
+        types,
+        boostIntervalMs: this.deps.boostIntervalMs,
+        withPayload: this.deps.claimMode === "full",
+      })
+      .then(
+        (jobs) => this.afterClaim(jobs, limit, started),
+        (error: unknown) => {
+          this.deps.logger.warn("claim failed; the poller backs off", { error: String(error) });
+          this.deps.events.emit("error", { where: "claim", error: toError(error) });
+          poller?.send({ type: "CLAIM_FAILED", error });
+        },
+      );
+  }
+
+  private afterClaim(jobs: ClaimedJob[], limit: number, started: number): void {
+    const { clock, events } = this.deps;
+    const now = clock.now();
+    if (this.draining && jobs.length > 0) {
+      // Claimed while shutdown began: hand them straight back, attempt not counted.
+      for (const j of jobs) this.writer.reschedule({ id: j.id, delayMs: 0 }, () => {});
+      jobs = [];
+    }
+    if (this.bufferHead > 1024 && this.bufferHead * 2 > this.buffer.length) {
+      this.buffer = this.buffer.slice(this.bufferHead);
+      this.bufferHead = 0;
+    }
+    for (const j of jobs) this.buffer.push(j);
+    if (jobs.length > 0 && events.has("claim")) {
+      events.emit("claim", {
+        jobs: jobs.map(jobInfo),
+        limit,
+        durationMs: now - started,
+        boosts: jobs.filter((j) => j.boost > 0).map((j) => j.boost),
+      });
+    }
+    const strategy = this.actor("strategy");
+    strategy?.send({
+      type: "POLLED",
+      sample: { at: now, claimed: jobs.length, limit },
+      utilization: this.slots.busy / this.deps.concurrency,
+    });
+    const s = strategy?.getSnapshot().context as PollingStrategyContext | undefined;
+    const delayMs = s?.delayMs ?? this.deps.options.polling.minDelayMs;
+    events.emit("poll", { mode: s?.mode ?? "normal", delayMs, claimed: jobs.length, limit, durationMs: now - started });
+    this.actor("poller")?.send({ type: "CLAIMED", claimed: jobs.length, limit, delayMs, mode: s?.mode ?? "normal" });
+  }
+
+  /** The poller's `dispatch` effect, and what runs whenever a slot frees: start buffered jobs. */
+  pump(): void {
+    while (this.bufferHead < this.buffer.length && this.slots.free > 0 && !this.draining) {
+      const job = this.buffer[this.bufferHead] as ClaimedJob;
+      this.buffer[this.bufferHead++] = undefined as unknown as ClaimedJob;
+      const type = this.deps.types.get(job.type);
+      if (!type) continue; // cannot happen: only registered types are claimed
+      const slot = this.slots.take();
+      const run: JobRun = {
+        claimed: job,
+        type,
+        task: {
+          id: job.id,
+          type: job.type,
+          attempt: job.attempt,
+          hasPayload: job.payload !== undefined,
+          claimedAt: job.pickedAt.getTime(),
+          service: type.service,
+          resource: type.resource,
+        },
+        info: jobInfo(job),
+        slot,
+        claimedAt: this.deps.clock.now(),
+        payload: job.payload,
+        ctx: null,
+        startedAt: 0,
+        settled: false,
+        permitHeld: false,
+        breaker: null,
+        invalid: null,
+        cancelRequested: this.canceledLocally.delete(job.id),
+      };
+      this.runs.set(job.id, run);
+      this.slots.assign(slot, run);
+      this.actor(`slot-${slot}`)?.send({ type: "START", job: run.task });
+    }
+  }
+
+  /** The job task's `finish` effect: records the outcome and frees the slot. */
+  finish(run: JobRun, outcome: Parameters<typeof finishAttempt>[1]): void {
+    run.settled = true;
+    this.actor(`watchdog-${run.slot}`)?.send({ type: "DISARM" });
+    finishAttempt(run, outcome, {
+      writer: this.writer,
+      events: this.deps.events,
+      random: Math.random,
+      now: () => this.deps.clock.now(),
+      breakerResult: (r, ok) => {
+        if (!r.type.service || !r.breaker?.allowed) return;
+        this.actor(`breaker-${r.type.service}`)?.send({ type: "RESULT", ok, trial: r.breaker.trial });
+      },
+    });
+    if (run.permitHeld && run.type.resource) {
+      const resource = run.type.resource;
+      releasePermit(this.deps.store.pool, this.deps.store.tables, resource, run.claimed.id).catch((error: unknown) =>
+        this.deps.events.emit("error", { where: "release permit", error: toError(error) }),
+      );
+    }
+    this.runs.delete(run.claimed.id);
+    this.slots.release(run.slot);
+    // Start the next buffered job after this transition completes (the slot's actor is mid-step now).
+    queueMicrotask(() => {
+      this.pump();
+      if (this.buffered <= this.lowWater) this.actor("poller")?.send({ type: "SLOT_FREED" });
+      if (this.slots.busy === 0) this.slots.notifyIdle();
+    });
+  }
+
+  /**
+   * Decides whether the job's breaker refuses it now. Pure with respect to the breaker actor: the
+   * decision is kept on the run (so a guard evaluated twice decides once) and committed by
+   * {@link commitBreaker} when the task acts on it.
+   */
+  breakerRefuses(run: JobRun): boolean {
+    const service = run.type.service;
+    if (!service) return false;
+    if (run.breaker === null) {
+      const snapshot = this.breakerActor(service).getSnapshot() as {
+        context: { breaker: Parameters<typeof breakerAllow>[0] };
+      };
+      run.breaker = breakerAllow(snapshot.context.breaker, this.deps.clock.now(), this.deps.options.breakerFor(service));
+    }
+    return !run.breaker.allowed;
+  }
+
+  /** Hands the admission decision (a trial taken, or OPEN moved to HALF_OPEN) to the breaker actor. */
+  commitBreaker(run: JobRun): void {
+    if (run.type.service && run.breaker) {
+      this.breakerActor(run.type.service).send({ type: "ADMITTED", next: run.breaker.next });
+    }
+  }
+
+  private breakerActor(service: string): AnyActorRef {
+    let ref = this.actor(`breaker-${service}`);
+    if (!ref) {
+      this.root.send({
+        type: "ADD_BREAKER",
+        input: { service, config: this.deps.options.breakerFor(service), now: () => this.deps.clock.now() },
+      });
+      ref = this.actor(`breaker-${service}`) as AnyActorRef;
+    }
+    return ref;
+  }
+
+  /**
+   * Drains: no more claims, buffered jobs handed back, running ones given `graceMs`, then aborted
+   * (handed back without counting the attempt). A second call aborts at once. Resolves with the number
+   * of attempts that were aborted.
+   */
+  stop(graceMs: number): Promise<number> {
+    if (this.stopping) {
+      this.abortRunning();
+      return this.stopping;
+    }
+    this.draining = true;
+    this.root.send({ type: "DRAIN" });
+    this.actor("poller")?.send({ type: "DRAIN" });
+    for (let i = this.bufferHead; i < this.buffer.length; i++) {
+      const job = this.buffer[i] as ClaimedJob;
+      this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
+    }
+    this.buffer = [];
+    this.bufferHead = 0;
+    this.stopping = (async () => {
+      let aborted = 0;
+      if (this.slots.busy > 0) {
+        const idle = this.slots.whenIdle();
+        let timer: unknown = null;
+        const graceOver = new Promise<void>((resolve) => {
+          timer = this.deps.clock.setTimeout(() => resolve(), graceMs);
+        });
+        await Promise.race([idle, graceOver]);
+        this.deps.clock.clearTimeout(timer);
+        aborted = this.abortRunning();
+      }
+      await this.writer.drain();
+      for (const off of this.offs.splice(0)) off();
+      this.actor("poller")?.send({ type: "STOP" });
+      this.root.send({ type: "STOPPED" });
+      this.root.stop();
+      return aborted;
+    })();
+    return this.stopping;
+  }
+
+  private abortRunning(): number {
+    let n = 0;
+    for (const run of [...this.runs.values()]) {
+      if (run.settled) continue;
+      n++;
+      this.actor(`slot-${run.slot}`)?.send({ type: "ABORT" });
+    }
+    return n;
+  }
+}
