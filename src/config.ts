@@ -28,7 +28,11 @@ export interface PawlConfig extends RuntimeOptions {
   nodeId?: string;
   /** Jobs run at once on this node. Env `PAWL_CONCURRENCY`; default 10. */
   concurrency?: number;
-  /** Jobs claimed ahead of free slots into a local buffer, to overlap claiming with running. Default 2 x concurrency. */
+  /**
+   * Jobs claimed ahead of free slots into a local buffer, so claiming overlaps with running. Buffered
+   * jobs are RUNNING in the store under this node (handed back at shutdown, recovered if it dies).
+   * Default 50 x concurrency, at most 500.
+   */
   prefetch?: number;
   /** Lower bound of the adaptive poll delay in normal mode (ms). Default 2000. */
   pollIntervalMs?: number;
@@ -136,7 +140,7 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     schema: validateSchemaName(config.schema ?? process.env.PAWL_SCHEMA ?? defaultSchema),
     nodeId,
     concurrency,
-    prefetch: intOption("prefetch", config.prefetch ?? concurrency * 2, 0, 100_000),
+    prefetch: intOption("prefetch", config.prefetch ?? Math.min(500, concurrency * 50), 0, 100_000),
     pollIntervalMs:
       config.pollIntervalMs === undefined ? undefined : intOption("pollIntervalMs", config.pollIntervalMs, 1, 3_600_000),
     boostIntervalMs: intOption("boostIntervalMs", config.boostIntervalMs ?? 15 * 60_000, 0, 2 ** 31 - 1),

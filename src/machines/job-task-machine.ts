@@ -3,7 +3,8 @@
  * reuses it for job after job (a fresh actor per job would cost several times more).
  *
  * States:
- * - `idle`: the slot is free. `START` brings a claimed job and goes to the first step it needs.
+ * - `idle`: the slot is free. `START` brings a claimed job and goes to the first step it needs; a job
+ *   that needs none of them (`readyToRun`) goes straight to `running`, the per-job hot path.
  * - `loading`: the lightweight claim path; the payload is loaded (`loadPayload`).
  * - `checkingCancellation`: the job waited in the local buffer long enough that it may have been
  *   canceled since its claim; the store is asked again (`checkCancellation`, batched by the runtime).
@@ -53,12 +54,11 @@ export interface TaskJob {
 export interface JobTaskContext {
   slot: number;
   job: TaskJob | null;
-  /** When the handler started (clock ms), for the inspector. */
-  runningSince: number | null;
   cancelRequested: boolean;
   /** The runtime's clock. */
   now: () => number;
 }
+
 
 /** Events the task accepts. */
 export type JobTaskEvent =
@@ -104,6 +104,7 @@ export const jobTaskMachine = setup({
   },
   guards: {
     needsPayload: ({ event }) => event.type === "START" && !event.job.hasPayload,
+    readyToRun: (_, _job: TaskJob) => false,
     needsCancelCheck: (_, _job: TaskJob) => false,
     breakerOpen: (_, _job: TaskJob) => false,
     needsPermit: ({ context }) => context.job?.resource !== undefined,
@@ -112,13 +113,19 @@ export const jobTaskMachine = setup({
   delays: {},
 }).createMachine({
   id: "jobTask",
-  context: ({ input }) => ({ slot: input.slot, job: null, runningSince: null, cancelRequested: false, now: input.now }),
+  context: ({ input }) => ({ slot: input.slot, job: null, cancelRequested: false, now: input.now }),
   initial: "idle",
   states: {
     idle: {
-      entry: assign({ job: null }),
       on: {
         START: [
+          // The hot path: a job with its payload, fresh from the claim, with no breaker, permit or
+          // validator, goes straight to running in one microstep.
+          {
+            guard: { type: "readyToRun", params: ({ event }) => event.job },
+            target: "running",
+            actions: assign({ job: ({ event }) => event.job, cancelRequested: false }),
+          },
           {
             guard: "needsPayload",
             target: "loading",
@@ -191,11 +198,7 @@ export const jobTaskMachine = setup({
       },
     },
     running: {
-      entry: [
-        assign({ runningSince: ({ context }) => context.now() }),
-        { type: "runHandler", params: ({ context }) => context.job as TaskJob },
-      ],
-      exit: assign({ runningSince: null }),
+      entry: { type: "runHandler", params: ({ context }) => context.job as TaskJob },
       on: {
         SETTLED: { target: "idle", actions: finishWith((e) => (e.type === "SETTLED" ? e.outcome : { kind: "aborted" })) },
         TIMED_OUT: { target: "idle", actions: finishWith((e) => ({ kind: "timeout", error: errorOf(e) })) },

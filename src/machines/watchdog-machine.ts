@@ -71,7 +71,6 @@ export const watchdogMachine = setup({
       const fired = context.steps[context.next];
       return { next: context.next + 1, phase: fired?.kind ?? context.phase };
     }),
-    disarm: assign({ jobId: null, steps: [], next: 0, phase: null }),
     reportStep: (_, _params: { jobId: string; step: WatchdogStep }) => {},
   },
   guards: {
@@ -99,7 +98,9 @@ export const watchdogMachine = setup({
   initial: "idle",
   on: {
     ARM: { target: ".watching", actions: "arm", reenter: true },
-    DISARM: { target: ".idle", actions: "disarm" },
+    // No context write on disarm: the state says the watchdog is idle, and skipping the assign keeps
+    // the per-job cost down. The inspector reads jobId/phase only in `watching`.
+    DISARM: { target: ".idle" },
   },
   states: {
     idle: {},

@@ -84,15 +84,14 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
       job: run
         ? { id: run.info.id, type: run.info.type, attempt: run.info.attempt, priority: run.info.priority }
         : null,
-      runningSince: c.runningSince,
+      runningSince: run && run.startedAt > 0 ? run.startedAt : null,
       cancelRequested: c.cancelRequested,
     }));
-    const wd = describe(`watchdog-${slot}`, "watchdog", rt.actor(`watchdog-${slot}`), (c) => ({
-      jobId: c.jobId,
-      phase: c.phase,
-      deadline: c.jobId ? c.deadline : null,
-      steps: c.jobId ? c.steps : [],
-    }));
+    const wdRef = rt.actor(`watchdog-${slot}`);
+    const armed = (wdRef?.getSnapshot() as { value?: unknown } | undefined)?.value !== "idle";
+    const wd = describe(`watchdog-${slot}`, "watchdog", wdRef, (c) =>
+      armed ? { jobId: c.jobId, phase: c.phase, deadline: c.deadline, steps: c.steps } : { jobId: null, phase: null },
+    );
     task.children.push(wd);
     children.push(task);
   }

@@ -28,6 +28,10 @@ export interface JobRun {
   /** A validation error found before running. */
   invalid: Error | null;
   cancelRequested: boolean;
+  /** The pending timer that arms the watchdog (attempts that end sooner never touch it). */
+  armTimer: unknown;
+  /** Whether the slot's watchdog actor is armed for this attempt. */
+  armed: boolean;
 }
 
 /** Builds the event info of a claimed job. */

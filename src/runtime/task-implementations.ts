@@ -9,7 +9,7 @@ import { JobContext } from "./job-context.js";
 import { isTimeoutCancellation, Snooze } from "./job-errors.js";
 import { JobTimeoutError } from "./finish-attempt.js";
 import type { JobRun } from "./job-run.js";
-import type { NodeRuntime } from "./node-runtime.js";
+import { watchdogArmDelayMs, type NodeRuntime } from "./node-runtime.js";
 import { runValidator } from "../enqueue-input.js";
 import { toError } from "../events.js";
 import { acquirePermit } from "../store/permits.js";
@@ -18,7 +18,7 @@ import { jobTaskMachine, type JobTaskEvent, type TaskOutcome } from "../machines
 import { pollerMachine } from "../machines/poller-machine.js";
 import { pollingStrategyLogic } from "../machines/polling-strategy-actor.js";
 import { watchdogMachine } from "../machines/watchdog-machine.js";
-import type { WatchdogStep } from "../logic/watchdog-schedule.js";
+import { watchdogSchedule, type WatchdogStep } from "../logic/watchdog-schedule.js";
 
 /** Batches per-job reads (payload loads, cancellation checks) that arrive in the same tick into one query. */
 function batcher<T>(flush: (ids: string[]) => Promise<T>, deliver: (result: T | Error, ids: string[]) => void) {
@@ -95,7 +95,15 @@ export function taskImplementations(rt: NodeRuntime) {
     );
     run.ctx = ctx;
     if (run.cancelRequested) ctx.abort("the job was canceled");
-    rt.actor(`watchdog-${run.slot}`)?.send({ type: "ARM", jobId: run.claimed.id, startedAt: now, timeoutMs });
+    const firstStep = watchdogSchedule(now, timeoutMs, options.watchdog)[0]?.at ?? now + timeoutMs;
+    const arm = () => {
+      run.armTimer = null;
+      if (run.settled) return;
+      run.armed = true;
+      rt.actor(`watchdog-${run.slot}`)?.send({ type: "ARM", jobId: run.claimed.id, startedAt: now, timeoutMs });
+    };
+    if (firstStep - now <= watchdogArmDelayMs) arm();
+    else run.armTimer = clock.setTimeout(arm, watchdogArmDelayMs);
     if (events.has("job:started")) {
       events.emit("job:started", { job: run.info, pickupLatencyMs: Date.now() - run.claimed.scheduledTime.getTime() });
     }
@@ -151,6 +159,18 @@ export function taskImplementations(rt: NodeRuntime) {
       },
     },
     guards: {
+      readyToRun: (_, job) => {
+        const run = runOf(job.id);
+        return (
+          !!run &&
+          job.hasPayload &&
+          !run.cancelRequested &&
+          run.type.service === undefined &&
+          run.type.resource === undefined &&
+          run.type.validate === undefined &&
+          clock.now() - run.claimedAt < options.cancelRecheckMs
+        );
+      },
       needsCancelCheck: (_, job) => {
         const run = runOf(job.id);
         return !!run && (run.cancelRequested || clock.now() - run.claimedAt >= options.cancelRecheckMs);
