@@ -1,0 +1,21 @@
+/**
+ * The command table. main.ts looks commands up here by their words, so a new command (`pawl inspect`,
+ * `pawl chains`, ...) is one file in this folder and one entry below; help lists them in this order.
+ */
+import type { Command } from "../command.js";
+import { dlqListCommand, dlqPurgeCommand, dlqRetryCommand } from "./dlq.js";
+import { enqueueCommand } from "./enqueue.js";
+import { cancelCommand, jobCommand, jobsCommand } from "./jobs.js";
+import { migrateCommand } from "./migrate.js";
+
+/** Every command, in the order help lists them. */
+export const commands: readonly Command[] = [
+  migrateCommand,
+  enqueueCommand,
+  jobsCommand,
+  jobCommand,
+  cancelCommand,
+  dlqListCommand,
+  dlqRetryCommand,
+  dlqPurgeCommand,
+];
