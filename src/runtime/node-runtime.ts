@@ -66,6 +66,7 @@ export class NodeRuntime {
   private stopping: Promise<number> | null = null;
   private readonly offs: (() => void)[] = [];
   private readonly lowWater: number;
+  private cancelTimer: unknown = null;
 
   constructor(readonly deps: NodeRuntimeDeps) {
     const { clock, logger, events } = deps;
@@ -117,6 +118,32 @@ export class NodeRuntime {
       ),
     );
     this.actor("poller")?.send({ type: "START" });
+    this.scheduleCancelCheck();
+  }
+
+  /**
+   * One pass of the running-job cancellation check: asks the store which long-running attempts were
+   * canceled and tells them. Without a coordinator this is how a cancel made on another node reaches the
+   * running attempt (with one, the hint arrives first). Returns the ids found canceled.
+   */
+  async checkRunningCancellations(): Promise<string[]> {
+    const now = this.deps.clock.now();
+    const ids = [...this.runs.values()]
+      .filter((r) => !r.settled && !r.cancelRequested && r.startedAt > 0 && now - r.startedAt >= this.deps.options.cancelRecheckMs)
+      .map((r) => r.claimed.id);
+    if (ids.length === 0) return [];
+    const canceled = await this.deps.store.canceledAmong(ids);
+    for (const id of canceled) this.cancelRequested(id);
+    return [...canceled];
+  }
+
+  private scheduleCancelCheck(): void {
+    if (this.draining) return;
+    this.cancelTimer = this.deps.clock.setTimeout(() => {
+      this.checkRunningCancellations()
+        .catch((error: unknown) => this.deps.events.emit("error", { where: "cancel check", error: toError(error) }))
+        .finally(() => this.scheduleCancelCheck());
+    }, Math.max(100, this.deps.options.cancelRecheckMs));
   }
 
   /** How many jobs sit in the local buffer. */
@@ -349,6 +376,7 @@ export class NodeRuntime {
       return this.stopping;
     }
     this.draining = true;
+    if (this.cancelTimer !== null) this.deps.clock.clearTimeout(this.cancelTimer);
     this.root.send({ type: "DRAIN" });
     this.actor("poller")?.send({ type: "DRAIN" });
     for (let i = this.bufferHead; i < this.buffer.length; i++) {
