@@ -3,7 +3,8 @@
  * concurrency, and pickup latency of jobs enqueued one by one into an idle node (local submission).
  */
 import pg from "pg";
-import { createPawl } from "../../src/index.js";
+// The compiled build, as users run it (npm run bench builds first).
+import { createPawl } from "../../dist/src/index.js";
 
 /** Result of a drain run. */
 export interface DrainResult {

@@ -17,11 +17,12 @@
  *   handler's outcome, `TIMED_OUT` comes from the watchdog's hard deadline, `ABORT` from shutdown. `CANCEL`
  *   sets the attempt's cancellation request and stays.
  *
- * Every way out goes back to `idle` through the `finish` action, which records the outcome (batched),
+ * Every effect receives the slot number as its parameter. Every way out goes back to `idle` through the
+ * `finish` action, which records the outcome (batched),
  * releases the permit, disarms the watchdog and frees the slot. The machine decides; the runtime's
  * supplied actions do the I/O and answer with events.
  */
-import { assign, setup } from "xstate";
+import { setup } from "xstate";
 
 /** What an attempt ended with. */
 export type TaskOutcome =
@@ -50,15 +51,16 @@ export interface TaskJob {
   resource: string | undefined;
 }
 
-/** The task's context. */
+/**
+ * The task's context: only its slot. The attempt itself lives in the runtime's slot table, where every
+ * effect finds it by slot; keeping it out of the context means starting a job writes no context, which
+ * is most of what a transition costs.
+ */
 export interface JobTaskContext {
   slot: number;
-  job: TaskJob | null;
-  cancelRequested: boolean;
   /** The runtime's clock. */
   now: () => number;
 }
-
 
 /** Events the task accepts. */
 export type JobTaskEvent =
@@ -95,25 +97,25 @@ export const jobTaskMachine = setup({
     input: {} as JobTaskInput,
   },
   actions: {
-    loadPayload: (_, _job: TaskJob) => {},
-    checkCancellation: (_, _job: TaskJob) => {},
-    acquirePermit: (_, _job: TaskJob) => {},
-    runHandler: (_, _job: TaskJob) => {},
-    requestCancellation: (_, _job: TaskJob) => {},
+    loadPayload: (_, _slot: number) => {},
+    checkCancellation: (_, _slot: number) => {},
+    acquirePermit: (_, _slot: number) => {},
+    runHandler: (_, _slot: number) => {},
+    requestCancellation: (_, _slot: number) => {},
     finish: (_, _outcome: TaskOutcome) => {},
   },
   guards: {
     needsPayload: ({ event }) => event.type === "START" && !event.job.hasPayload,
-    readyToRun: (_, _job: TaskJob) => false,
-    needsCancelCheck: (_, _job: TaskJob) => false,
-    breakerOpen: (_, _job: TaskJob) => false,
-    needsPermit: ({ context }) => context.job?.resource !== undefined,
-    payloadInvalid: (_, _job: TaskJob) => false,
+    needsPermit: (_, _slot: number) => false,
+    readyToRun: (_, _slot: number) => false,
+    needsCancelCheck: (_, _slot: number) => false,
+    breakerOpen: (_, _slot: number) => false,
+    payloadInvalid: (_, _slot: number) => false,
   },
   delays: {},
 }).createMachine({
   id: "jobTask",
-  context: ({ input }) => ({ slot: input.slot, job: null, cancelRequested: false, now: input.now }),
+  context: ({ input }) => ({ slot: input.slot, now: input.now }),
   initial: "idle",
   states: {
     idle: {
@@ -122,26 +124,23 @@ export const jobTaskMachine = setup({
           // The hot path: a job with its payload, fresh from the claim, with no breaker, permit or
           // validator, goes straight to running in one microstep.
           {
-            guard: { type: "readyToRun", params: ({ event }) => event.job },
+            guard: { type: "readyToRun", params: ({ context }) => context.slot },
             target: "running",
-            actions: assign({ job: ({ event }) => event.job, cancelRequested: false }),
           },
           {
             guard: "needsPayload",
             target: "loading",
-            actions: assign({ job: ({ event }) => event.job, cancelRequested: false }),
           },
           {
-            guard: { type: "needsCancelCheck", params: ({ event }) => event.job },
+            guard: { type: "needsCancelCheck", params: ({ context }) => context.slot },
             target: "checkingCancellation",
-            actions: assign({ job: ({ event }) => event.job, cancelRequested: false }),
           },
-          { target: "gating", actions: assign({ job: ({ event }) => event.job, cancelRequested: false }) },
+          { target: "gating" },
         ],
       },
     },
     loading: {
-      entry: { type: "loadPayload", params: ({ context }) => context.job as TaskJob },
+      entry: { type: "loadPayload", params: ({ context }) => context.slot },
       on: {
         LOADED: "checkingCancellation",
         LOAD_FAILED: { target: "idle", actions: finishWith((e) => ({ kind: "failure", error: errorOf(e) })) },
@@ -149,7 +148,7 @@ export const jobTaskMachine = setup({
       },
     },
     checkingCancellation: {
-      entry: { type: "checkCancellation", params: ({ context }) => context.job as TaskJob },
+      entry: { type: "checkCancellation", params: ({ context }) => context.slot },
       on: {
         CHECKED: [
           {
@@ -165,13 +164,13 @@ export const jobTaskMachine = setup({
     gating: {
       always: [
         {
-          guard: { type: "breakerOpen", params: ({ context }) => context.job as TaskJob },
+          guard: { type: "breakerOpen", params: ({ context }) => context.slot },
           target: "idle",
           actions: finishWith(() => ({ kind: "breaker-open", delayMs: 0 })),
         },
-        { guard: "needsPermit", target: "acquiringPermit" },
+        { guard: { type: "needsPermit", params: ({ context }) => context.slot }, target: "acquiringPermit" },
         {
-          guard: { type: "payloadInvalid", params: ({ context }) => context.job as TaskJob },
+          guard: { type: "payloadInvalid", params: ({ context }) => context.slot },
           target: "idle",
           actions: finishWith(() => ({ kind: "invalid-payload", error: undefined })),
         },
@@ -179,7 +178,7 @@ export const jobTaskMachine = setup({
       ],
     },
     acquiringPermit: {
-      entry: { type: "acquirePermit", params: ({ context }) => context.job as TaskJob },
+      entry: { type: "acquirePermit", params: ({ context }) => context.slot },
       on: {
         PERMIT: [
           {
@@ -188,7 +187,7 @@ export const jobTaskMachine = setup({
             actions: finishWith((e) => ({ kind: "permit-denied", delayMs: e.type === "PERMIT" ? e.retryInMs : 0 })),
           },
           {
-            guard: { type: "payloadInvalid", params: ({ context }) => context.job as TaskJob },
+            guard: { type: "payloadInvalid", params: ({ context }) => context.slot },
             target: "idle",
             actions: finishWith(() => ({ kind: "invalid-payload", error: undefined })),
           },
@@ -198,16 +197,13 @@ export const jobTaskMachine = setup({
       },
     },
     running: {
-      entry: { type: "runHandler", params: ({ context }) => context.job as TaskJob },
+      entry: { type: "runHandler", params: ({ context }) => context.slot },
       on: {
         SETTLED: { target: "idle", actions: finishWith((e) => (e.type === "SETTLED" ? e.outcome : { kind: "aborted" })) },
         TIMED_OUT: { target: "idle", actions: finishWith((e) => ({ kind: "timeout", error: errorOf(e) })) },
         ABORT: { target: "idle", actions: finishWith(() => ({ kind: "aborted" })) },
         CANCEL: {
-          actions: [
-            assign({ cancelRequested: true }),
-            { type: "requestCancellation", params: ({ context }) => context.job as TaskJob },
-          ],
+          actions: { type: "requestCancellation", params: ({ context }) => context.slot },
         },
       },
     },

@@ -85,7 +85,7 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
         ? { id: run.info.id, type: run.info.type, attempt: run.info.attempt, priority: run.info.priority }
         : null,
       runningSince: run && run.startedAt > 0 ? run.startedAt : null,
-      cancelRequested: c.cancelRequested,
+      cancelRequested: run?.cancelRequested ?? false,
     }));
     const wdRef = rt.actor(`watchdog-${slot}`);
     const armed = (wdRef?.getSnapshot() as { value?: unknown } | undefined)?.value !== "idle";

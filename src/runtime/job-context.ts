@@ -14,7 +14,10 @@ export class JobContext {
   /** Identifies this attempt for CancellationRequestedError (a fresh object per attempt). */
   readonly attemptToken: object = {};
   private requested = false;
-  private readonly controller = new AbortController();
+  // Created on first use: most handlers never look at their signal or logger, and both cost allocations.
+  private controller: AbortController | null = null;
+  private abortReason: Error | null = null;
+  private boundLogger: Logger | null = null;
 
   constructor(
     /** The job id. */
@@ -27,15 +30,25 @@ export class JobContext {
     readonly maxAttempts: number,
     /** When the watchdog ends this attempt (epoch ms). */
     readonly deadlineMs: number,
-    /** A logger bound to the job and node ids. */
-    readonly logger: Logger,
+    /** The node's logger; {@link JobContext.logger} binds it to the job. */
+    private readonly baseLogger: Logger,
     /** The node running the attempt. */
     readonly nodeId: string,
   ) {}
 
   /** Aborted at the hard deadline, when the job is canceled, and at shutdown. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
     return this.controller.signal;
+  }
+
+  /** A logger bound to the job and node ids. */
+  get logger(): Logger {
+    this.boundLogger ??= this.baseLogger.child({ jobId: this.jobId, jobType: this.type, nodeId: this.nodeId });
+    return this.boundLogger;
   }
 
   /** When the watchdog ends this attempt. */
@@ -61,7 +74,9 @@ export class JobContext {
   /** @internal Sets the request and aborts the signal. */
   abort(reason: string): void {
     this.requested = true;
-    if (!this.controller.signal.aborted) this.controller.abort(new CancellationRequestedError(reason, this));
+    if (this.abortReason) return;
+    this.abortReason = new CancellationRequestedError(reason, this);
+    this.controller?.abort(this.abortReason);
   }
 
   /**

@@ -28,8 +28,8 @@ export interface JobRun {
   /** A validation error found before running. */
   invalid: Error | null;
   cancelRequested: boolean;
-  /** The pending timer that arms the watchdog (attempts that end sooner never touch it). */
-  armTimer: unknown;
+  /** When the watchdog must be armed (clock ms), or 0 once armed or not needed. */
+  armAt: number;
   /** Whether the slot's watchdog actor is armed for this attempt. */
   armed: boolean;
 }

@@ -67,6 +67,7 @@ export class NodeRuntime {
   private readonly offs: (() => void)[] = [];
   private readonly lowWater: number;
   private cancelTimer: unknown = null;
+  private armSweepTimer: unknown = null;
 
   constructor(readonly deps: NodeRuntimeDeps) {
     const { clock, logger, events } = deps;
@@ -285,7 +286,7 @@ export class NodeRuntime {
         breaker: null,
         invalid: null,
         cancelRequested: this.canceledLocally.delete(job.id),
-        armTimer: null,
+        armAt: 0,
         armed: false,
       };
       this.runs.set(job.id, run);
@@ -294,10 +295,44 @@ export class NodeRuntime {
     }
   }
 
+  /** Arms the slot's watchdog for an attempt (two actor events per attempt that needs watching). */
+  armWatchdog(run: JobRun): void {
+    run.armAt = 0;
+    if (run.settled || !run.ctx) return;
+    run.armed = true;
+    this.actor(`watchdog-${run.slot}`)?.send({
+      type: "ARM",
+      jobId: run.claimed.id,
+      startedAt: run.startedAt,
+      timeoutMs: run.ctx.deadlineMs - run.startedAt,
+    });
+  }
+
+  /**
+   * Arms the watchdog of `run` once it has run {@link watchdogArmDelayMs}. One sweep timer serves every
+   * slot, so a short attempt costs no timer of its own.
+   */
+  armLater(run: JobRun): void {
+    run.armAt = run.startedAt + watchdogArmDelayMs;
+    if (this.armSweepTimer !== null) return;
+    this.armSweepTimer = this.deps.clock.setTimeout(() => this.armSweep(), watchdogArmDelayMs / 2);
+  }
+
+  private armSweep(): void {
+    this.armSweepTimer = null;
+    const now = this.deps.clock.now();
+    let waiting = false;
+    for (const run of this.runs.values()) {
+      if (run.armAt === 0 || run.settled) continue;
+      if (run.armAt <= now) this.armWatchdog(run);
+      else waiting = true;
+    }
+    if (waiting) this.armSweepTimer = this.deps.clock.setTimeout(() => this.armSweep(), watchdogArmDelayMs / 2);
+  }
+
   /** The job task's `finish` effect: records the outcome and frees the slot. */
   finish(run: JobRun, outcome: Parameters<typeof finishAttempt>[1]): void {
     run.settled = true;
-    if (run.armTimer !== null) this.deps.clock.clearTimeout(run.armTimer);
     if (run.armed) this.actor(`watchdog-${run.slot}`)?.send({ type: "DISARM" });
     finishAttempt(run, outcome, {
       writer: this.writer,
@@ -377,6 +412,8 @@ export class NodeRuntime {
     }
     this.draining = true;
     if (this.cancelTimer !== null) this.deps.clock.clearTimeout(this.cancelTimer);
+    if (this.armSweepTimer !== null) this.deps.clock.clearTimeout(this.armSweepTimer);
+    this.armSweepTimer = null;
     this.root.send({ type: "DRAIN" });
     this.actor("poller")?.send({ type: "DRAIN" });
     for (let i = this.bufferHead; i < this.buffer.length; i++) {

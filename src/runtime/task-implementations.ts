@@ -41,7 +41,7 @@ function batcher<T>(flush: (ids: string[]) => Promise<T>, deliver: (result: T | 
 export function taskImplementations(rt: NodeRuntime) {
   const { deps } = rt;
   const { clock, events, logger, options, store } = deps;
-  const runOf = (id: string): JobRun | undefined => rt.runs.get(id);
+  const runOf = (slot: number): JobRun | undefined => rt.slots.runOf(slot) ?? undefined;
   const send = (run: JobRun, event: JobTaskEvent) => rt.actor(`slot-${run.slot}`)?.send(event);
 
   const settle = (run: JobRun, outcome: TaskOutcome) => {
@@ -54,7 +54,7 @@ export function taskImplementations(rt: NodeRuntime) {
     (ids) => store.loadPayloads(ids),
     (result, ids) => {
       for (const id of ids) {
-        const run = runOf(id);
+        const run = rt.runs.get(id);
         if (!run) continue;
         if (result instanceof Error) send(run, { type: "LOAD_FAILED", error: result });
         else {
@@ -69,7 +69,7 @@ export function taskImplementations(rt: NodeRuntime) {
     (ids) => store.canceledAmong(ids),
     (result, ids) => {
       for (const id of ids) {
-        const run = runOf(id);
+        const run = rt.runs.get(id);
         if (!run) continue;
         // A failed check is not a reason to drop work: run it; the completion write is still guarded.
         const canceled = !(result instanceof Error) && result.has(id);
@@ -90,20 +90,14 @@ export function taskImplementations(rt: NodeRuntime) {
       run.claimed.attempt,
       run.claimed.maxAttempts,
       now + timeoutMs,
-      logger.child({ jobId: run.claimed.id, jobType: run.claimed.type, nodeId: deps.nodeId }),
+      logger,
       deps.nodeId,
     );
     run.ctx = ctx;
     if (run.cancelRequested) ctx.abort("the job was canceled");
     const firstStep = watchdogSchedule(now, timeoutMs, options.watchdog)[0]?.at ?? now + timeoutMs;
-    const arm = () => {
-      run.armTimer = null;
-      if (run.settled) return;
-      run.armed = true;
-      rt.actor(`watchdog-${run.slot}`)?.send({ type: "ARM", jobId: run.claimed.id, startedAt: now, timeoutMs });
-    };
-    if (firstStep - now <= watchdogArmDelayMs) arm();
-    else run.armTimer = clock.setTimeout(arm, watchdogArmDelayMs);
+    if (firstStep - now <= watchdogArmDelayMs) rt.armWatchdog(run);
+    else rt.armLater(run);
     if (events.has("job:started")) {
       events.emit("job:started", { job: run.info, pickupLatencyMs: Date.now() - run.claimed.scheduledTime.getTime() });
     }
@@ -125,10 +119,16 @@ export function taskImplementations(rt: NodeRuntime) {
 
   const jobTask = jobTaskMachine.provide({
     actions: {
-      loadPayload: (_, job) => load(job.id),
-      checkCancellation: (_, job) => check(job.id),
-      acquirePermit: (_, job) => {
-        const run = runOf(job.id);
+      loadPayload: (_, slot) => {
+        const run = runOf(slot);
+        if (run) load(run.claimed.id);
+      },
+      checkCancellation: (_, slot) => {
+        const run = runOf(slot);
+        if (run) check(run.claimed.id);
+      },
+      acquirePermit: (_, slot) => {
+        const run = runOf(slot);
         const resource = run?.type.resource;
         if (!run || !resource) return;
         const capacity = options.resources.get(resource);
@@ -146,11 +146,11 @@ export function taskImplementations(rt: NodeRuntime) {
           },
         );
       },
-      runHandler: (_, job) => {
-        const run = runOf(job.id);
+      runHandler: (_, slot) => {
+        const run = runOf(slot);
         if (run) runHandler(run);
       },
-      requestCancellation: (_, job) => runOf(job.id)?.ctx?.abort("the job was canceled"),
+      requestCancellation: (_, slot) => runOf(slot)?.ctx?.abort("the job was canceled"),
       finish: ({ context }, outcome) => {
         const run = rt.slots.runOf(context.slot);
         if (!run) return;
@@ -159,11 +159,11 @@ export function taskImplementations(rt: NodeRuntime) {
       },
     },
     guards: {
-      readyToRun: (_, job) => {
-        const run = runOf(job.id);
+      readyToRun: (_, slot) => {
+        const run = runOf(slot);
         return (
           !!run &&
-          job.hasPayload &&
+          run.task.hasPayload &&
           !run.cancelRequested &&
           run.type.service === undefined &&
           run.type.resource === undefined &&
@@ -171,16 +171,17 @@ export function taskImplementations(rt: NodeRuntime) {
           clock.now() - run.claimedAt < options.cancelRecheckMs
         );
       },
-      needsCancelCheck: (_, job) => {
-        const run = runOf(job.id);
+      needsCancelCheck: (_, slot) => {
+        const run = runOf(slot);
         return !!run && (run.cancelRequested || clock.now() - run.claimedAt >= options.cancelRecheckMs);
       },
-      breakerOpen: (_, job) => {
-        const run = runOf(job.id);
+      needsPermit: (_, slot) => runOf(slot)?.type.resource !== undefined,
+      breakerOpen: (_, slot) => {
+        const run = runOf(slot);
         return !!run && rt.breakerRefuses(run);
       },
-      payloadInvalid: (_, job) => {
-        const run = runOf(job.id);
+      payloadInvalid: (_, slot) => {
+        const run = runOf(slot);
         if (!run?.type.validate) return false;
         try {
           runValidator(run.type.type, run.type.validate, run.payload);
@@ -196,7 +197,7 @@ export function taskImplementations(rt: NodeRuntime) {
   const watchdog = watchdogMachine.provide({
     actions: {
       reportStep: (_, { jobId, step }: { jobId: string; step: WatchdogStep }) => {
-        const run = runOf(jobId);
+        const run = rt.runs.get(jobId);
         if (!run || run.settled || !run.ctx) return;
         const payload = { job: run.info, deadline: run.ctx.deadlineMs };
         if (step.kind === "soft-warning") {
