@@ -17,6 +17,7 @@ import { resolveJobType, typeDefaults, type Handler, type JobType, type Register
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions } from "./runtime/runtime-config.js";
 import { inspectNode, type ActorTree } from "./runtime/inspect.js";
 import { createCoordinator, parseCoordinatorSpec } from "../coordinators/index.js";
+import { ClassicClaimer } from "./store/claimer.js";
 
 /** Options of {@link Pawl.stop}. */
 export interface StopOptions {
@@ -107,6 +108,7 @@ export class Pawl extends PawlClient {
       logger: c.logger.child({ nodeId: c.nodeId }),
       clock: c.clock,
       coordinator,
+      createClaimer: (options) => new ClassicClaimer(options),
     });
     this.runtime.start();
     this.events.emit("node:started", { nodeId: c.nodeId });

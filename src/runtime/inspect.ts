@@ -57,6 +57,7 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
     lastLimit: c.lastLimit,
     polls: c.polls,
     consecutiveErrors: c.consecutiveErrors,
+    claimer: rt.claimer.describe(),
   }));
   const strategyRef = rt.actor("strategy");
   const strategySnap = strategyRef?.getSnapshot() as { context: Record<string, unknown>; status: string } | undefined;

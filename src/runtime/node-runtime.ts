@@ -21,6 +21,7 @@ import type { ResolvedRuntimeOptions } from "./runtime-config.js";
 import { SlotPool } from "./slot-pool.js";
 import { taskImplementations } from "./task-implementations.js";
 import { releasePermit } from "../store/permits.js";
+import type { Claimer, ClaimerOptions } from "../store/claimer.js";
 import { breakerAllow } from "../logic/breaker.js";
 
 /**
@@ -29,6 +30,9 @@ import { breakerAllow } from "../logic/breaker.js";
  * many attempts that end sooner skip two actor events each.
  */
 export const watchdogArmDelayMs = 20;
+
+/** How long stop() waits for unwritten outcomes once the jobs are done. */
+const outcomeDrainLimitMs = 10_000;
 
 /** The largest batch one claim takes (bigger batches hold row locks longer for little gain). */
 const maxClaimBatch = 500;
@@ -48,6 +52,8 @@ export interface NodeRuntimeDeps {
   logger: Logger;
   clock: Clock;
   coordinator: Coordinator;
+  /** Builds the node's claimer. */
+  createClaimer: (options: ClaimerOptions) => Claimer;
 }
 
 /** One node's running actor tree. Created by Pawl.start(). */
@@ -55,6 +61,8 @@ export class NodeRuntime {
   readonly root: Actor<typeof nodeMachine>;
   readonly writer: OutcomeWriter;
   readonly slots: SlotPool;
+  /** How this node claims (classic statement or claim cursors). */
+  readonly claimer: Claimer;
   /** Claimed jobs waiting for a free slot. */
   private buffer: ClaimedJob[] = [];
   private bufferHead = 0;
@@ -96,6 +104,13 @@ export class NodeRuntime {
       },
     });
     this.slots = new SlotPool(deps.concurrency);
+    this.claimer = deps.createClaimer({
+      store: deps.store,
+      nodeId: deps.nodeId,
+      boostIntervalMs: deps.boostIntervalMs,
+      withPayload: deps.claimMode === "full",
+      clock,
+    });
   }
 
   /** The actor with a system id (poller, strategy, slot-N, watchdog-N, breaker-S). */
@@ -161,6 +176,7 @@ export class NodeRuntime {
   /** Wakes the poller (local enqueue or a coordinator hint). */
   wake(source: "local" | "coordinator", hint?: WakeupHint): void {
     if (this.draining) return;
+    this.claimer.onWakeup();
     this.actor("strategy")?.send({ type: "WAKEUP", now: this.deps.clock.now() });
     this.actor("poller")?.send({ type: "WAKE" });
     this.deps.events.emit("wakeup", hint ? { source, hint } : { source });
@@ -204,14 +220,8 @@ export class NodeRuntime {
       this.afterClaim([], 0, started);
       return;
     }
-    this.deps.store
-      .claim({
-        nodeId: this.deps.nodeId,
-        limit,
-        types,
-        boostIntervalMs: this.deps.boostIntervalMs,
-        withPayload: this.deps.claimMode === "full",
-      })
+    this.claimer
+      .claim(limit, types)
       .then(
         (jobs) => this.afterClaim(jobs, limit, started),
         (error: unknown) => {
@@ -434,7 +444,17 @@ export class NodeRuntime {
         this.deps.clock.clearTimeout(timer);
         aborted = this.abortRunning();
       }
-      await this.writer.drain();
+      // Outcomes that cannot be written (database down) must not hold shutdown forever: their rows stay
+      // RUNNING under this node id and orphan recovery (or this node's next startup) takes them back.
+      const drained = await Promise.race([
+        this.writer.drain().then(() => true),
+        new Promise<boolean>((resolve) => this.deps.clock.setTimeout(() => resolve(false), outcomeDrainLimitMs)),
+      ]);
+      if (!drained) {
+        this.deps.logger.warn("stopped with job outcomes not written; orphan recovery will reclaim them", {
+          pending: this.writer.pending,
+        });
+      }
       for (const off of this.offs.splice(0)) off();
       this.actor("poller")?.send({ type: "STOP" });
       this.root.send({ type: "STOPPED" });

@@ -1,0 +1,51 @@
+/**
+ * How a node claims: the seam between the runtime's poller and the claim SQL. The classic claimer runs
+ * the full claim statement every poll; a cursor claimer (claim cursors) can seek past dead tuples and
+ * skip queries when it knows there is nothing to claim. The runtime only ever talks to this interface.
+ */
+import type { Clock } from "../clock.js";
+import type { ClaimedJob } from "./claim-jobs.js";
+import type { JobStore } from "./job-store.js";
+
+/** What a claimer needs to know about its node. */
+export interface ClaimerOptions {
+  store: JobStore;
+  nodeId: string;
+  boostIntervalMs: number;
+  withPayload: boolean;
+  clock: Clock;
+}
+
+/** Claims batches for one node. */
+export interface Claimer {
+  /** Claims up to `limit` due jobs of `types`, in claim order. */
+  claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]>;
+  /** New work was announced (a local enqueue or a coordinator hint). */
+  onWakeup(): void;
+  /** State worth showing in the inspector. */
+  describe(): Record<string, unknown>;
+}
+
+/** The classic path: one full claim statement per poll. */
+export class ClassicClaimer implements Claimer {
+  private claims = 0;
+
+  constructor(private readonly o: ClaimerOptions) {}
+
+  claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
+    this.claims++;
+    return this.o.store.claim({
+      nodeId: this.o.nodeId,
+      limit,
+      types,
+      boostIntervalMs: this.o.boostIntervalMs,
+      withPayload: this.o.withPayload,
+    });
+  }
+
+  onWakeup(): void {}
+
+  describe(): Record<string, unknown> {
+    return { kind: "classic", claims: this.claims };
+  }
+}
