@@ -34,6 +34,19 @@ export interface CoordinatorStatus {
   malformed: number;
   /** Successful reconnections after an outage. */
   reconnects: number;
+  /**
+   * Hints dropped without being sent: published while disconnected, under transport backpressure, or too
+   * large to encode. Optional so coordinators written before it was added still satisfy the interface.
+   */
+  dropped?: number;
+}
+
+/** A parameterised SQL statement, shaped like node-postgres' `QueryConfig`. */
+export interface TransactionalNotify {
+  /** The SQL text, with `$1`-style placeholders. */
+  text: string;
+  /** The values bound to the placeholders. */
+  values: unknown[];
 }
 
 /** Lifecycle events a coordinator reports to its owner. */
@@ -69,4 +82,17 @@ export interface Coordinator {
   status(): CoordinatorStatus;
   /** Disconnects and releases everything; idempotent. */
   close(): Promise<void>;
+  /**
+   * Optional transactional publish, for transports whose channel lives in the job database (only
+   * postgres). Returns a statement the store runs inside the enqueuing transaction instead of calling
+   * {@link Coordinator.notifyNewWork} after it: the hint is delivered at COMMIT, and a rolled-back enqueue
+   * wakes nobody. The statement bypasses coalescing; the store should call it once per transaction.
+   *
+   * @example
+   * ```ts
+   * const stmt = coordinator.inTransaction?.({ priority: 50, source: nodeId });
+   * if (stmt) await tx.query(stmt.text, stmt.values);
+   * ```
+   */
+  inTransaction?(hint: WakeupHint): TransactionalNotify;
 }

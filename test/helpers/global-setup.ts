@@ -1,11 +1,12 @@
 import pg from "pg";
 import { databaseUrl } from "./db.js";
+import { startHazelcastForRun } from "./hazelcast.js";
 
 /**
  * Runs once before the whole suite: fails fast with a clear message when PostgreSQL is not reachable,
  * instead of letting every test time out on its own.
  */
-export default async function setup(): Promise<void> {
+export default async function setup(): Promise<() => Promise<void>> {
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
   try {
     await client.connect();
@@ -15,4 +16,7 @@ export default async function setup(): Promise<void> {
   } finally {
     await client.end().catch(() => {});
   }
+  // The hazelcast coordinator tests need a member; it starts in the background and the returned
+  // teardown stops it only if this run started it.
+  return startHazelcastForRun();
 }

@@ -1,0 +1,173 @@
+/**
+ * Wakeups over PostgreSQL LISTEN/NOTIFY, through pg-listen on one dedicated connection (LISTEN cannot
+ * share a pooled connection). The same connection sends NOTIFY, so the coordinator needs no pool.
+ *
+ * pg-listen reconnects by itself, but two of its defaults are traps (see docs in api-notes): it stops
+ * retrying for good after 3 s of outage unless `retryTimeout` is 0, and it notices a silently dead socket
+ * only through `paranoidChecking`. Its reconnect loop also never looks at `close()`, so the retry-interval
+ * callback throws once closed, which is the one way to end that loop. Its `connected` event fires after a
+ * reconnect has re-run LISTEN; that is where the node's catch-up poll hooks in. One residue remains: if
+ * close() lands while pg-listen sleeps between retries (only during an outage), its sleep timer, which
+ * it does not unref, keeps the process alive until it ends (at most `reconnect.maxDelayMs`).
+ *
+ * NOTIFY is not durable: anything sent while this node is reconnecting is lost, hence the catch-up poll.
+ * {@link PostgresCoordinator.inTransaction} offers the transactional path: the store runs `pg_notify`
+ * inside the enqueuing transaction, so the hint is delivered at COMMIT and a rollback wakes nobody.
+ */
+import pgListen from "pg-listen";
+import { BaseCoordinator } from "../base-coordinator.js";
+import { backoffDelay, withJitter, type CoordinatorOptions } from "../coordinator-options.js";
+import { encodeHint } from "../hint-codec.js";
+import type { TransactionalNotify, WakeupHint } from "../spi.js";
+import {
+  resolvePostgresConfig,
+  type PostgresCoordinatorConfig,
+  type PostgresCoordinatorInput,
+} from "./postgres-config.js";
+
+type Subscriber = ReturnType<typeof pgListen.default>;
+
+/** NOTIFYs waiting for the connection; beyond this, hints are dropped (they are only wakeups). */
+const MAX_QUEUED_NOTIFIES = 256;
+
+/**
+ * The LISTEN/NOTIFY coordinator.
+ *
+ * @example
+ * ```ts
+ * const c = new PostgresCoordinator(
+ *   { connectionString: "postgres://localhost/app", channel: postgresChannelName("pawl") },
+ *   { nodeId: "node-a" },
+ * );
+ * c.onWakeup((hint) => poller.wake(hint));
+ * await c.start();
+ * ```
+ */
+export class PostgresCoordinator extends BaseCoordinator {
+  /** The resolved configuration. */
+  readonly config: PostgresCoordinatorConfig;
+  private subscriber: Subscriber | undefined;
+  /** False until the first connection attempt has finished; pg-listen's own first `connected` is ignored. */
+  private firstAttemptDone = false;
+  private readonly queue: string[] = [];
+  private sending = false;
+
+  constructor(input: PostgresCoordinatorInput, options: CoordinatorOptions) {
+    super("postgres", options);
+    this.config = resolvePostgresConfig(input);
+  }
+
+  /** The `application_name` of the listening connection (how operators and tests find it). */
+  get applicationName(): string {
+    // PostgreSQL silently truncates application_name to 63 bytes; truncating here keeps the two equal.
+    return (this.config.applicationName ?? `pawl-wakeup-${this.options.nodeId}`).slice(0, 63);
+  }
+
+  /**
+   * The statement that publishes `hint` from inside the caller's transaction (delivered at COMMIT, never
+   * after a rollback). Bypasses coalescing and the connection state: it runs on the store's connection.
+   */
+  inTransaction(hint: WakeupHint): TransactionalNotify {
+    // An unencodable hint still wakes everyone: a bare work hint is always safe to send.
+    const payload =
+      encodeHint(hint) ??
+      encodeHint({
+        priority: Number.isFinite(hint.priority) ? hint.priority : 0,
+        source: this.options.nodeId,
+      });
+    this.countPublished();
+    return { text: "SELECT pg_notify($1, $2)", values: [this.config.channel, payload] };
+  }
+
+  protected async open(): Promise<void> {
+    if (this.closed) return;
+    const subscriber = pgListen.default(
+      {
+        connectionString: this.config.connectionString,
+        application_name: this.applicationName,
+        connectionTimeoutMillis: this.config.connectTimeoutMs,
+        keepAlive: true,
+      },
+      {
+        paranoidChecking: this.config.paranoidCheckingMs,
+        // 0 disables the give-up timer (the default 3 s ends recovery for good, andywer/pg-listen#56).
+        retryTimeout: 0,
+        retryLimit: Infinity,
+        retryInterval: (attempt) => this.retryDelay(attempt),
+        // Payloads are decoded (and counted when malformed) by the base class, not by pg-listen.
+        parse: (text) => text,
+        serialize: (payload) => String(payload),
+      },
+    );
+    this.subscriber = subscriber;
+    const events = subscriber.events;
+    events.on("notification", (n) => {
+      if (n.channel === this.config.channel) this.receive(n.payload ?? "");
+    });
+    // pg-listen announces each reconnect attempt; the first one of an outage is the moment it was lost.
+    events.on("reconnect", () => this.markDisconnected(new Error("PostgreSQL listener connection lost")));
+    events.on("connected", () => {
+      if (this.closed)
+        void subscriber.close().catch(() => {}); // a reconnect that finished after close()
+      else if (this.firstAttemptDone) this.markConnected();
+    });
+    events.on("error", (error) => {
+      if (this.closed) return;
+      this.log.debug("postgres coordinator: listener error", { error: error.message });
+      this.markDisconnected(error);
+    });
+
+    // LISTEN is registered before connecting so pg-listen re-issues it on every reconnect, including the
+    // background retries that begin when this very first attempt fails.
+    const listening = subscriber.listenTo(this.config.channel);
+    listening?.catch(() => {});
+    try {
+      await subscriber.connect();
+      await listening;
+      this.markConnected();
+    } finally {
+      this.firstAttemptDone = true;
+    }
+  }
+
+  protected send(payload: string): boolean {
+    if (this.subscriber === undefined || this.queue.length >= MAX_QUEUED_NOTIFIES) return false;
+    this.queue.push(payload);
+    this.pump();
+    return true;
+  }
+
+  protected async shutdown(): Promise<void> {
+    this.queue.length = 0;
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    await subscriber?.close();
+  }
+
+  /**
+   * Sends queued NOTIFYs one at a time: pg deprecates overlapping queries on one client, and one in flight
+   * is plenty for a few coalesced messages per window.
+   */
+  private pump(): void {
+    const subscriber = this.subscriber;
+    if (this.sending || subscriber === undefined) return;
+    const payload = this.queue.shift();
+    if (payload === undefined) return;
+    this.sending = true;
+    subscriber
+      .notify(this.config.channel, payload)
+      .catch((error: unknown) =>
+        this.log.debug("postgres coordinator: NOTIFY failed", { error: String(error) }),
+      )
+      .finally(() => {
+        this.sending = false;
+        this.pump();
+      });
+  }
+
+  /** pg-listen's retry interval; throwing is how a closed coordinator stops pg-listen's retry loop. */
+  private retryDelay(attempt: number): number {
+    if (this.closed) throw new Error("coordinator closed");
+    return withJitter(backoffDelay(attempt + 1, this.options.reconnect));
+  }
+}
