@@ -26,7 +26,7 @@ CREATE TABLE {{schema}}.scheduler_job_queue (
 
 -- The claim path: one range scan per distinct priority, in (scheduled_time, id) order, over PENDING rows
 -- only. Within one raw priority the age boost can only favour older rows, so this order is the claim
--- order inside a level; the claim merges the levels (see src/store/claim-sql.ts).
+-- order inside a level; the claim merges the levels (see src/store/claim-jobs.ts).
 CREATE INDEX scheduler_job_queue_claim_idx
   ON {{schema}}.scheduler_job_queue (priority DESC, scheduled_time, id)
   WHERE status = 'PENDING';

@@ -219,3 +219,13 @@ export function breakerHalfOpen(s: BreakerSnapshot, now: number, cfg: BreakerCon
   if (s.state !== "OPEN" || now < (s.openedAt ?? Number.NEGATIVE_INFINITY) + cfg.openMs) return s;
   return { ...s, state: "HALF_OPEN", trialsInFlight: 0, trialSuccesses: 0, transitions: s.transitions + 1 };
 }
+
+/**
+ * Gives back a HALF_OPEN trial slot whose call ended without a verdict on the service (the job snoozed,
+ * was canceled, was handed back at shutdown or waited for a permit): the slot frees, nothing is counted.
+ * Without this, a trial that never reports would keep its slot and the breaker would refuse for good.
+ */
+export function breakerRelease(s: BreakerSnapshot, trial: boolean): BreakerSnapshot {
+  if (!trial || s.state !== "HALF_OPEN" || s.trialsInFlight === 0) return s;
+  return { ...s, trialsInFlight: s.trialsInFlight - 1 };
+}

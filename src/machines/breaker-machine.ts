@@ -11,13 +11,16 @@
  * - `HALF_OPEN`: up to `halfOpenTrials` trial calls pass at once. A failed trial re-opens; enough
  *   successful trials close.
  *
- * `ADMITTED` carries the snapshot after an admission decision (taken synchronously by the job task with
- * `breakerAllow`); `RESULT` carries a call's outcome. `reportChange` (supplied) hears every state change.
+ * `ADMITTED` carries the snapshot after an admission decision (taken and sent in one step by the job task
+ * with `breakerAllow`); `RESULT` carries a call's outcome; `RELEASE` frees a trial slot whose call ended
+ * without a verdict (snooze, cancel, shutdown). `reportChange` (supplied) is called on entering each
+ * state, re-entries included; the runtime reports only real changes.
  */
 import { assign, setup } from "xstate";
 import {
   breakerHalfOpen,
   breakerRecord,
+  breakerRelease,
   initialBreaker,
   type BreakerConfig,
   type BreakerSnapshot,
@@ -34,7 +37,8 @@ export interface BreakerContext {
 /** Events the breaker accepts. */
 export type BreakerEvent =
   | { type: "ADMITTED"; next: BreakerSnapshot }
-  | { type: "RESULT"; ok: boolean; trial: boolean };
+  | { type: "RESULT"; ok: boolean; trial: boolean }
+  | { type: "RELEASE"; trial: boolean };
 
 /** Input of the breaker actor. */
 export interface BreakerInput {
@@ -59,6 +63,9 @@ export const breakerMachine = setup({
         ? { breaker: breakerRecord(context.breaker, event.ok, context.now(), context.config, event.trial) }
         : {},
     ),
+    release: assign(({ context, event }) =>
+      event.type === "RELEASE" ? { breaker: breakerRelease(context.breaker, event.trial) } : {},
+    ),
     halfOpen: assign(({ context }) => ({
       breaker: breakerHalfOpen(context.breaker, context.now(), context.config),
     })),
@@ -80,6 +87,7 @@ export const breakerMachine = setup({
   on: {
     ADMITTED: { actions: "admit", target: ".settling" },
     RESULT: { actions: "record", target: ".settling" },
+    RELEASE: { actions: "release" },
   },
   states: {
     // Transient: jump to the state the snapshot is in now.

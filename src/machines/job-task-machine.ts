@@ -8,9 +8,10 @@
  * - `loading`: the lightweight claim path; the payload is loaded (`loadPayload`).
  * - `checkingCancellation`: the job waited in the local buffer long enough that it may have been
  *   canceled since its claim; the store is asked again (`checkCancellation`, batched by the runtime).
- * - `gating` (transient): the circuit breaker of the job's service is consulted (an OPEN breaker hands
- *   the job back for the open window without using an attempt); a job with a resource goes to
- *   `acquiringPermit`; the payload is validated (an invalid one is DEAD at once); then `running`.
+ * - `gating` (transient): the payload is validated (an invalid one is DEAD at once, before it can call
+ *   anything); the circuit breaker of the job's service is consulted (an OPEN breaker hands the job back
+ *   for the open window without using an attempt) and, when it admits the job, the admission is recorded
+ *   at once (`admitBreaker`); a job with a resource goes to `acquiringPermit`, any other to `running`.
  * - `acquiringPermit`: a cluster-wide permit for the job's resource is requested; a saturated resource
  *   hands the job back after a delay without using an attempt.
  * - `running`: the handler runs with its context bound; the watchdog is armed. `SETTLED` carries the
@@ -102,6 +103,7 @@ export const jobTaskMachine = setup({
     acquirePermit: (_, _slot: number) => {},
     runHandler: (_, _slot: number) => {},
     requestCancellation: (_, _slot: number) => {},
+    admitBreaker: (_, _slot: number) => {},
     finish: (_, _outcome: TaskOutcome) => {},
   },
   guards: {
@@ -162,19 +164,26 @@ export const jobTaskMachine = setup({
       },
     },
     gating: {
+      // Validation runs first, so a payload that can never run neither calls the service nor takes a
+      // breaker trial. Admission to the breaker is decided and recorded in the same microstep (the
+      // `admitBreaker` action), so no result can slip in between the decision and its record.
       always: [
-        {
-          guard: { type: "breakerOpen", params: ({ context }) => context.slot },
-          target: "idle",
-          actions: finishWith(() => ({ kind: "breaker-open", delayMs: 0 })),
-        },
-        { guard: { type: "needsPermit", params: ({ context }) => context.slot }, target: "acquiringPermit" },
         {
           guard: { type: "payloadInvalid", params: ({ context }) => context.slot },
           target: "idle",
           actions: finishWith(() => ({ kind: "invalid-payload", error: undefined })),
         },
-        { target: "running" },
+        {
+          guard: { type: "breakerOpen", params: ({ context }) => context.slot },
+          target: "idle",
+          actions: finishWith(() => ({ kind: "breaker-open", delayMs: 0 })),
+        },
+        {
+          guard: { type: "needsPermit", params: ({ context }) => context.slot },
+          target: "acquiringPermit",
+          actions: { type: "admitBreaker", params: ({ context }) => context.slot },
+        },
+        { target: "running", actions: { type: "admitBreaker", params: ({ context }) => context.slot } },
       ],
     },
     acquiringPermit: {
@@ -185,11 +194,6 @@ export const jobTaskMachine = setup({
             guard: ({ event }) => !event.granted,
             target: "idle",
             actions: finishWith((e) => ({ kind: "permit-denied", delayMs: e.type === "PERMIT" ? e.retryInMs : 0 })),
-          },
-          {
-            guard: { type: "payloadInvalid", params: ({ context }) => context.slot },
-            target: "idle",
-            actions: finishWith(() => ({ kind: "invalid-payload", error: undefined })),
           },
           { target: "running" },
         ],

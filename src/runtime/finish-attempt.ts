@@ -7,8 +7,9 @@ import { toError, type PawlEventEmitter, type PawlEvents } from "../events.js";
 import { retryDelayMs, backoffDelayMs } from "../logic/backoff.js";
 import type { TaskOutcome } from "../machines/job-task-machine.js";
 import type { ErrorInfo } from "../store/finish-jobs.js";
-import type { OutcomeWriter } from "./outcome-writer.js";
-import { Discard, NonRetryableError } from "./job-errors.js";
+import type { OutcomeSink } from "./outcome-writer.js";
+import { Discard, isTimeoutCancellation, NonRetryableError, Snooze } from "./job-errors.js";
+import type { JobContext } from "./job-context.js";
 import type { JobRun } from "./job-run.js";
 
 /** An attempt that hit its hard deadline. */
@@ -19,14 +20,26 @@ export class JobTimeoutError extends Error {
   }
 }
 
+/**
+ * What a handler's rejection means for its attempt: a Snooze, a timeout (a CancellationRequestedError
+ * that counts for this attempt), or an ordinary failure. Shared by the node and pawl/testing.
+ */
+export function settlementOf(error: unknown, ctx: JobContext): TaskOutcome {
+  if (error instanceof Snooze) return { kind: "snooze", delayMs: error.delayMs };
+  if (isTimeoutCancellation(error, ctx.attemptToken)) return { kind: "timeout", error };
+  return { kind: "failure", error };
+}
+
 /** What finishing an attempt needs from the runtime. */
 export interface FinishDeps {
-  writer: OutcomeWriter;
+  writer: OutcomeSink;
   events: PawlEventEmitter;
   random: () => number;
   now: () => number;
   /** Reports a call's result to the job's service breaker. */
   breakerResult: (run: JobRun, ok: boolean) => void;
+  /** Frees a breaker trial whose call ended without a verdict on the service. */
+  breakerRelease?: (run: JobRun) => void;
 }
 
 function errorInfo(run: JobRun, error: Error, timedOut: boolean): ErrorInfo {
@@ -84,6 +97,9 @@ function reschedule(run: JobRun, delayMs: number, deps: FinishDeps, done: (ok: b
 /** Records an attempt's outcome. Called exactly once per attempt, from the job task's `finish` action. */
 export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDeps): void {
   const { info } = run;
+  if (outcome.kind !== "success" && outcome.kind !== "failure" && outcome.kind !== "timeout") {
+    deps.breakerRelease?.(run);
+  }
   const canceledOr = (event: () => void) => (ok: boolean) => {
     if (ok) event();
     else deps.events.emit(run.cancelRequested ? "job:canceled" : "job:lost", lostPayload(run, outcome.kind));

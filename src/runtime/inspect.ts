@@ -80,7 +80,7 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
   children.push(poller);
   for (let slot = 0; slot < deps.concurrency; slot++) {
     const run = rt.slots.runOf(slot);
-    const task = describe(`slot-${slot}`, "jobTask", rt.actor(`slot-${slot}`), (c) => ({
+    const task = describe(`slot-${slot}`, "jobTask", rt.actor(`slot-${slot}`), () => ({
       slot,
       job: run
         ? { id: run.info.id, type: run.info.type, attempt: run.info.attempt, priority: run.info.priority }

@@ -22,7 +22,7 @@ import { SlotPool } from "./slot-pool.js";
 import { taskImplementations } from "./task-implementations.js";
 import { releasePermit } from "../store/permits.js";
 import type { Claimer, ClaimerOptions } from "../store/claimer.js";
-import { breakerAllow } from "../logic/breaker.js";
+import { breakerAllow, type BreakerDecision, type BreakerSnapshot } from "../logic/breaker.js";
 
 /**
  * The watchdog actor is armed once an attempt has run this long (or earlier, when its first step is due
@@ -56,6 +56,12 @@ export interface NodeRuntimeDeps {
   createClaimer: (options: ClaimerOptions) => Claimer;
 }
 
+/** A claimed job waiting in the local buffer, with when it was claimed (clock ms). */
+interface Buffered {
+  job: ClaimedJob;
+  claimedAt: number;
+}
+
 /** One node's running actor tree. Created by Pawl.start(). */
 export class NodeRuntime {
   readonly root: Actor<typeof nodeMachine>;
@@ -64,7 +70,7 @@ export class NodeRuntime {
   /** How this node claims (classic statement or claim cursors). */
   readonly claimer: Claimer;
   /** Claimed jobs waiting for a free slot. */
-  private buffer: ClaimedJob[] = [];
+  private buffer: Buffered[] = [];
   private bufferHead = 0;
   /** Attempts in flight by job id (including those in the buffer's hand-off). */
   readonly runs = new Map<string, JobRun>();
@@ -203,7 +209,7 @@ export class NodeRuntime {
       return;
     }
     for (let i = this.bufferHead; i < this.buffer.length; i++) {
-      if (this.buffer[i]?.id === jobId) {
+      if (this.buffer[i]?.job.id === jobId) {
         this.canceledLocally.add(jobId);
         return;
       }
@@ -244,7 +250,7 @@ export class NodeRuntime {
       this.buffer = this.buffer.slice(this.bufferHead);
       this.bufferHead = 0;
     }
-    for (const j of jobs) this.buffer.push(j);
+    for (const job of jobs) this.buffer.push({ job, claimedAt: now });
     if (jobs.length > 0 && events.has("claim")) {
       events.emit("claim", {
         jobs: jobs.map(jobInfo),
@@ -268,8 +274,8 @@ export class NodeRuntime {
   /** The poller's `dispatch` effect, and what runs whenever a slot frees: start buffered jobs. */
   pump(): void {
     while (this.bufferHead < this.buffer.length && this.slots.free > 0 && !this.draining) {
-      const job = this.buffer[this.bufferHead] as ClaimedJob;
-      this.buffer[this.bufferHead++] = undefined as unknown as ClaimedJob;
+      const { job, claimedAt } = this.buffer[this.bufferHead] as Buffered;
+      this.buffer[this.bufferHead++] = undefined as unknown as Buffered;
       const type = this.deps.types.get(job.type);
       if (!type) continue; // cannot happen: only registered types are claimed
       const slot = this.slots.take();
@@ -281,13 +287,13 @@ export class NodeRuntime {
           type: job.type,
           attempt: job.attempt,
           hasPayload: job.payload !== undefined,
-          claimedAt: job.pickedAt.getTime(),
+          claimedAt,
           service: type.service,
           resource: type.resource,
         },
         info: jobInfo(job),
         slot,
-        claimedAt: this.deps.clock.now(),
+        claimedAt,
         payload: job.payload,
         ctx: null,
         startedAt: 0,
@@ -353,6 +359,10 @@ export class NodeRuntime {
         if (!r.type.service || !r.breaker?.allowed) return;
         this.actor(`breaker-${r.type.service}`)?.send({ type: "RESULT", ok, trial: r.breaker.trial });
       },
+      breakerRelease: (r) => {
+        if (!r.type.service || !r.breaker?.allowed || !r.breaker.trial) return;
+        this.actor(`breaker-${r.type.service}`)?.send({ type: "RELEASE", trial: true });
+      },
     });
     if (run.permitHeld && run.type.resource) {
       const resource = run.type.resource;
@@ -374,28 +384,28 @@ export class NodeRuntime {
     });
   }
 
-  /**
-   * Decides whether the job's breaker refuses it now. Pure with respect to the breaker actor: the
-   * decision is kept on the run (so a guard evaluated twice decides once) and committed by
-   * {@link commitBreaker} when the task acts on it.
-   */
+  /** Whether the job's breaker refuses it now (pure: the decision is recorded by {@link admitBreaker}). */
   breakerRefuses(run: JobRun): boolean {
     const service = run.type.service;
     if (!service) return false;
-    if (run.breaker === null) {
-      const snapshot = this.breakerActor(service).getSnapshot() as {
-        context: { breaker: Parameters<typeof breakerAllow>[0] };
-      };
-      run.breaker = breakerAllow(snapshot.context.breaker, this.deps.clock.now(), this.deps.options.breakerFor(service));
-    }
+    run.breaker = this.breakerDecision(service);
     return !run.breaker.allowed;
   }
 
-  /** Hands the admission decision (a trial taken, or OPEN moved to HALF_OPEN) to the breaker actor. */
-  commitBreaker(run: JobRun): void {
-    if (run.type.service && run.breaker) {
-      this.breakerActor(run.type.service).send({ type: "ADMITTED", next: run.breaker.next });
-    }
+  /**
+   * Records the job's admission with its breaker: decided again on the current snapshot and sent in the
+   * same step, so no result recorded meanwhile can be overwritten by a stale decision.
+   */
+  admitBreaker(run: JobRun): void {
+    const service = run.type.service;
+    if (!service) return;
+    run.breaker = this.breakerDecision(service);
+    this.breakerActor(service).send({ type: "ADMITTED", next: run.breaker.next });
+  }
+
+  private breakerDecision(service: string): BreakerDecision {
+    const snapshot = this.breakerActor(service).getSnapshot() as { context: { breaker: BreakerSnapshot } };
+    return breakerAllow(snapshot.context.breaker, this.deps.clock.now(), this.deps.options.breakerFor(service));
   }
 
   private breakerActor(service: string): AnyActorRef {
@@ -427,7 +437,7 @@ export class NodeRuntime {
     this.root.send({ type: "DRAIN" });
     this.actor("poller")?.send({ type: "DRAIN" });
     for (let i = this.bufferHead; i < this.buffer.length; i++) {
-      const job = this.buffer[i] as ClaimedJob;
+      const { job } = this.buffer[i] as Buffered;
       this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
     }
     this.buffer = [];

@@ -19,8 +19,16 @@ interface Queues {
 }
 const empty = (): Queues => ({ complete: [], retry: [], kill: [], reschedule: [] });
 
+/** Where attempt outcomes go; each `done` learns whether the row was still held by the node. */
+export interface OutcomeSink {
+  complete(item: Completion, done: (accepted: boolean) => void): void;
+  retry(item: Retry, done: (accepted: boolean) => void): void;
+  kill(item: Death, done: (accepted: boolean) => void): void;
+  reschedule(item: Reschedule, done: (accepted: boolean) => void): void;
+}
+
 /** Batches outcome writes for one node. */
-export class OutcomeWriter {
+export class OutcomeWriter implements OutcomeSink {
   private queues: Queues = empty();
   private size = 0;
   private timer: TimerHandle | null = null;

@@ -4,10 +4,9 @@
  * bridge from a machine's named effect to the store, the handler or the event stream; the machines keep
  * every decision.
  */
-import { jobContextStorage } from "./context-storage.js";
 import { JobContext } from "./job-context.js";
-import { isTimeoutCancellation, Snooze } from "./job-errors.js";
 import { JobTimeoutError } from "./finish-attempt.js";
+import { invokeHandler } from "./invoke-handler.js";
 import type { JobRun } from "./job-run.js";
 import { watchdogArmDelayMs, type NodeRuntime } from "./node-runtime.js";
 import { runValidator } from "../enqueue-input.js";
@@ -80,7 +79,6 @@ export function taskImplementations(rt: NodeRuntime) {
   );
 
   const runHandler = (run: JobRun) => {
-    rt.commitBreaker(run);
     const now = clock.now();
     run.startedAt = now;
     const timeoutMs = run.claimed.timeoutMs ?? run.type.timeoutMs ?? options.defaultTimeoutMs;
@@ -101,20 +99,7 @@ export function taskImplementations(rt: NodeRuntime) {
     if (events.has("job:started")) {
       events.emit("job:started", { job: run.info, pickupLatencyMs: Date.now() - run.claimed.scheduledTime.getTime() });
     }
-    let result: unknown;
-    try {
-      result = jobContextStorage.run(ctx, () => run.type.handler(run.payload, ctx));
-    } catch (error) {
-      result = Promise.reject(error);
-    }
-    Promise.resolve(result).then(
-      (value) => settle(run, { kind: "success", result: value }),
-      (error: unknown) => {
-        if (error instanceof Snooze) settle(run, { kind: "snooze", delayMs: error.delayMs });
-        else if (isTimeoutCancellation(error, ctx.attemptToken)) settle(run, { kind: "timeout", error });
-        else settle(run, { kind: "failure", error });
-      },
-    );
+    invokeHandler(run.type.handler, run.payload, ctx, (outcome) => settle(run, outcome));
   };
 
   const jobTask = jobTaskMachine.provide({
@@ -151,11 +136,13 @@ export function taskImplementations(rt: NodeRuntime) {
         if (run) runHandler(run);
       },
       requestCancellation: (_, slot) => runOf(slot)?.ctx?.abort("the job was canceled"),
+      admitBreaker: (_, slot) => {
+        const run = runOf(slot);
+        if (run) rt.admitBreaker(run);
+      },
       finish: ({ context }, outcome) => {
         const run = rt.slots.runOf(context.slot);
-        if (!run) return;
-        if (outcome.kind === "breaker-open") rt.commitBreaker(run);
-        rt.finish(run, outcome);
+        if (run) rt.finish(run, outcome);
       },
     },
     guards: {
