@@ -1,0 +1,142 @@
+/**
+ * The demo: one pawl node against the local PostgreSQL, fed a steady stream of four kinds of job, each
+ * showing one behaviour of the runtime. Progress (counts per event) is printed every second until Ctrl-C;
+ * the first Ctrl-C drains the node gracefully, a second aborts running jobs at once.
+ *
+ *   npm start                         # until Ctrl-C
+ *   npm start -- --once               # 5 seconds, then a graceful stop (CI); DEMO_DURATION_MS sets the time
+ */
+import { createPawl, type JobContext } from "../../src/index.js";
+import { databaseUrl, lifecycle, sleep } from "../shared/lifecycle.js";
+
+const life = lifecycle("demo", { durationEnv: "DEMO_DURATION_MS" });
+const schema = process.env.PAWL_SCHEMA ?? "pawl_demo";
+const graceMs = 5_000;
+
+const pawl = createPawl({
+  connectionString: databaseUrl,
+  schema,
+  concurrency: 8,
+  pollIntervalMs: 250,
+  // The breaker of "flaky-api" opens after 3 failures within 10 s and probes again after 2 s.
+  breakers: { "flaky-api": { failureThreshold: 3, windowMs: 10_000, openMs: 2_000, halfOpenTrials: 1 } },
+});
+
+// 1. Succeeds after a little work.
+pawl.register("demo.ok", async (payload: { n: number }, ctx: JobContext) => {
+  await sleep(20 + Math.random() * 80, ctx.signal);
+  return { n: payload.n };
+});
+
+// 2. Fails its first attempt, succeeds on the retry (200 ms later).
+pawl.register(
+  "demo.fails-once",
+  async (_payload: unknown, ctx: JobContext) => {
+    if (ctx.attempt === 1) throw new Error("first attempt fails on purpose");
+    return { attempt: ctx.attempt };
+  },
+  { retry: { baseMs: 200, factor: 1, jitter: 0 } },
+);
+
+// 3. Takes a second but is given 300 ms: the watchdog aborts it (ctx.signal) and records a timeout;
+//    after 2 attempts it goes DEAD.
+pawl.register(
+  "demo.times-out",
+  async (_payload: unknown, ctx: JobContext) => {
+    await sleep(1_000, ctx.signal);
+    ctx.throwIfCancellationRequested();
+  },
+  { timeoutMs: 300, maxAttempts: 2, retry: { baseMs: 200, factor: 1, jitter: 0 } },
+);
+
+// 4. Calls a service that is down: after 3 failures its breaker opens, and jobs of the service are handed
+//    back (attempt not counted) until it probes again.
+pawl.register(
+  "demo.flaky-api",
+  async () => {
+    throw new Error("flaky-api answered 503");
+  },
+  { service: "flaky-api", maxAttempts: 5, retry: { baseMs: 300, factor: 1, jitter: 0 } },
+);
+
+const counts = {
+  enqueued: 0,
+  started: 0,
+  succeeded: 0,
+  retried: 0,
+  timedOut: 0,
+  dead: 0,
+  breakerDeferred: 0,
+  errors: 0,
+};
+const breakers = new Map<string, string>();
+pawl.on("job:started", () => counts.started++);
+pawl.on("job:succeeded", () => counts.succeeded++);
+pawl.on("job:retried", (e) => {
+  counts.retried++;
+  if (e.timedOut) counts.timedOut++;
+});
+pawl.on("job:dead", (e) => {
+  counts.dead++;
+  if (e.timedOut) counts.timedOut++;
+});
+pawl.on("job:rescheduled", (e) => {
+  if (e.reason === "breaker") counts.breakerDeferred++;
+});
+pawl.on("breaker:change", (e) => {
+  breakers.set(e.service, e.to);
+  life.log(`breaker ${e.service}: ${e.from} -> ${e.to}`);
+});
+pawl.on("error", (e) => {
+  counts.errors++;
+  life.log(`runtime error in ${e.where}: ${e.error.message}`);
+});
+
+const began = Date.now();
+function report(): void {
+  const parts = Object.entries(counts).map(([k, v]) => `${k}=${v}`);
+  const open = [...breakers].map(([s, state]) => `${s}:${state}`).join(" ");
+  life.progress(
+    `t=${((Date.now() - began) / 1000).toFixed(0)}s ${parts.join(" ")}${open ? ` breakers ${open}` : ""}`,
+  );
+}
+
+await pawl.migrate();
+await pawl.start();
+life.log(`node ${pawl.nodeId} running on schema ${schema}; Ctrl-C stops it gracefully, twice aborts`);
+
+let tick = 0;
+let feeding = true;
+const feeder = setInterval(() => {
+  tick++;
+  const batch = [
+    { type: "demo.ok", payload: { n: tick } },
+    { type: "demo.ok", payload: { n: -tick } },
+    { type: "demo.fails-once" },
+    { type: "demo.flaky-api" },
+    ...(tick % 4 === 0 ? [{ type: "demo.times-out" }] : []),
+  ];
+  pawl.enqueueMany(batch).then(
+    (jobs) => (counts.enqueued += jobs.length),
+    (error: unknown) => {
+      if (feeding) life.log(`enqueue failed: ${String(error)}`);
+    },
+  );
+}, 250);
+const ticker = setInterval(report, 1_000);
+
+const reason = await life.stopping;
+feeding = false;
+clearInterval(feeder);
+life.log(`${reason}: stopping (running jobs get ${graceMs} ms to finish)`);
+life.onForce(() => void pawl.stop());
+await pawl.stop({ graceMs });
+clearInterval(ticker);
+report();
+await pawl.close();
+if (life.durationMs !== null && counts.succeeded === 0) {
+  life.log("no job succeeded during the run");
+  process.exit(1);
+}
+life.log("stopped");
+process.exit(0);

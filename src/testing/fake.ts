@@ -1,0 +1,204 @@
+/**
+ * fake(): enqueues are recorded instead of inserted. The input is validated exactly as a real enqueue
+ * validates it (type name, options, payload as JSON, the registered type's validator and defaults), so a
+ * test still catches a bad call, but nothing touches the database: no insert, no unique-key look-up, no
+ * transaction. The instance's `enqueue` and `enqueueMany` are replaced on that one object, so fakes of
+ * different instances are independent and tests using them may run in parallel.
+ */
+import { AssertionError } from "node:assert";
+import { buildNewJob, type EnqueueOptions, type NewJob } from "../enqueue-input.js";
+import { PawlError, ValidationError } from "../errors.js";
+import type { EnqueueItem, PawlClient } from "../pawl.js";
+import { typeDefaults } from "../runtime/registry.js";
+import type { EnqueuedJob } from "../store/enqueue-jobs.js";
+import type { Queryable } from "../store/sql.js";
+import { patchEnqueue, registeredTypes } from "./internals.js";
+import { describeMatcher, matches, type PayloadMatcher } from "./match.js";
+
+/** One recorded enqueue. */
+export interface RecordedEnqueue {
+  /** The job type. */
+  type: string;
+  /** The payload as the handler would receive it (after the JSON round trip; `{}` when none was given). */
+  payload: unknown;
+  /** The enqueue options as given, without `client`. */
+  options: Omit<EnqueueOptions, "client">;
+  /** Whether the enqueue was made in a caller's transaction (`client` was given). */
+  inTransaction: boolean;
+  /** What enqueue returned: a PENDING job with a made-up id. */
+  job: EnqueuedJob;
+}
+
+/** What {@link fake} returns. */
+export interface EnqueueRecorder {
+  /** Every enqueue since fake() (or the last clear()), in call order; enqueueMany adds one per item. */
+  readonly enqueued: readonly RecordedEnqueue[];
+  /** The recorded enqueues of one type. */
+  enqueuedOf(type: string): RecordedEnqueue[];
+  /**
+   * Asserts that a job of `type` was enqueued, with a payload matching `matcher` when given (a subset
+   * pattern, or a predicate); returns the first match.
+   *
+   * @throws AssertionError listing what was enqueued.
+   */
+  assertEnqueued<P = unknown>(type: string, matcher?: PayloadMatcher<P>): RecordedEnqueue;
+  /** Asserts that no job of `type` (with a matching payload, when given) was enqueued. */
+  assertNotEnqueued<P = unknown>(type: string, matcher?: PayloadMatcher<P>): void;
+  /** Forgets what was recorded. */
+  clear(): void;
+  /** Puts the instance's own enqueue methods back. Idempotent. */
+  restore(): void;
+}
+
+function fakeJob(job: NewJob, id: number, now: Date): EnqueuedJob {
+  return {
+    id: String(id),
+    type: job.type,
+    queue: job.queue,
+    payload: JSON.parse(job.payloadJson) as unknown,
+    priority: job.priority,
+    status: "PENDING",
+    scheduledTime: job.runAt ?? new Date(now.getTime() + job.delayMs),
+    attempts: 0,
+    maxAttempts: job.maxAttempts,
+    timeoutMs: job.timeoutMs,
+    pickedBy: null,
+    pickedAt: null,
+    uniqueKey: job.uniqueKey,
+    errors: [],
+    lastError: null,
+    result: null,
+    cancelReason: null,
+    createdAt: now,
+    updatedAt: now,
+    finishedAt: null,
+    inserted: true,
+  };
+}
+
+function listing(records: readonly RecordedEnqueue[]): string {
+  if (records.length === 0) return "nothing was enqueued";
+  return "enqueued:\n" + records.map((r) => `  ${r.type} ${JSON.stringify(r.payload)}`).join("\n");
+}
+
+/**
+ * Records enqueues on `client` instead of inserting them.
+ *
+ * Unique keys are not applied: every enqueue is recorded and returns `inserted: true`. Returned jobs have
+ * made-up ids ("1", "2", ...) that exist nowhere, so do not read them back. The replacement is
+ * per-instance (own properties over the prototype's methods); `restore()` removes it.
+ *
+ * @example
+ * ```ts
+ * import { fake } from "pawl/testing";
+ *
+ * it("enqueues a welcome email on sign-up", async () => {
+ *   const recorder = fake(pawl);
+ *   try {
+ *     await signUp(pawl, { email: "a@b.c" });
+ *     recorder.assertEnqueued("email.welcome", { to: "a@b.c" });
+ *   } finally {
+ *     recorder.restore();
+ *   }
+ * });
+ * ```
+ */
+export function fake(client: PawlClient): EnqueueRecorder;
+/**
+ * Runs `block` with enqueues recorded, then restores the instance (also when `block` throws).
+ *
+ * @example
+ * ```ts
+ * await fake(pawl, async (recorder) => {
+ *   await signUp(pawl, { email: "a@b.c" });
+ *   recorder.assertEnqueued("email.welcome", (p) => (p as { to: string }).to.endsWith("@b.c"));
+ * });
+ * ```
+ */
+export function fake<T>(client: PawlClient, block: (recorder: EnqueueRecorder) => T | Promise<T>): Promise<T>;
+export function fake<T>(
+  client: PawlClient,
+  block?: (recorder: EnqueueRecorder) => T | Promise<T>,
+): EnqueueRecorder | Promise<T> {
+  let records: RecordedEnqueue[] = [];
+  let nextId = 1;
+  const types = () => registeredTypes(client);
+  const build = (type: string, payload: unknown, options: EnqueueOptions | undefined): NewJob => {
+    const registered = types().get(type);
+    return buildNewJob(
+      type,
+      payload,
+      options,
+      registered ? typeDefaults(registered) : undefined,
+      client.config.maxPayloadBytes,
+    );
+  };
+  const record = (job: NewJob, options: EnqueueOptions, inTransaction: boolean): EnqueuedJob => {
+    const { client: _client, ...rest } = options;
+    const out = fakeJob(job, nextId++, new Date());
+    records.push({ type: job.type, payload: out.payload, options: rest, inTransaction, job: out });
+    return out;
+  };
+
+  const restore = patchEnqueue(client, "fake", () => ({
+    enqueue: async <P = unknown>(type: string, payload?: P, options?: EnqueueOptions) => {
+      const job = build(type, payload, options);
+      return record(job, options ?? {}, options?.client !== undefined) as EnqueuedJob<P>;
+    },
+    enqueueMany: async (items: readonly EnqueueItem[], options: { client?: Queryable } = {}) => {
+      if (!Array.isArray(items))
+        throw new ValidationError("INVALID_OPTION", "enqueueMany takes an array of jobs");
+      const built = items.map((item, i) => {
+        if (typeof item !== "object" || item === null) {
+          throw new ValidationError("INVALID_OPTION", `enqueueMany item ${i} is not an object`);
+        }
+        const { type, payload, ...opts } = item;
+        try {
+          return { job: build(type, payload, opts), opts };
+        } catch (error) {
+          if (error instanceof PawlError) error.message = `item ${i}: ${error.message}`;
+          throw error;
+        }
+      });
+      return built.map(({ job, opts }) => record(job, opts, options.client !== undefined));
+    },
+  }));
+
+  const recorder: EnqueueRecorder = {
+    get enqueued() {
+      return records;
+    },
+    enqueuedOf: (type) => records.filter((r) => r.type === type),
+    assertEnqueued(type, matcher) {
+      const found = records.find((r) => r.type === type && matches(r.payload, matcher));
+      if (!found) {
+        throw new AssertionError({
+          message: `expected a ${type} job with ${describeMatcher(matcher)} to be enqueued; ${listing(records)}`,
+          stackStartFn: recorder.assertEnqueued,
+        });
+      }
+      return found;
+    },
+    assertNotEnqueued(type, matcher) {
+      const found = records.find((r) => r.type === type && matches(r.payload, matcher));
+      if (found) {
+        throw new AssertionError({
+          message: `expected no ${type} job with ${describeMatcher(matcher)} to be enqueued; ${listing(records)}`,
+          stackStartFn: recorder.assertNotEnqueued,
+        });
+      }
+    },
+    clear() {
+      records = [];
+    },
+    restore,
+  };
+  if (!block) return recorder;
+  return (async () => {
+    try {
+      return await block(recorder);
+    } finally {
+      restore();
+    }
+  })();
+}

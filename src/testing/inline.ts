@@ -1,0 +1,242 @@
+/**
+ * inline(): each job runs as it is enqueued, in the caller's flow, with the handler registered on the
+ * same Pawl. The job is really inserted, then claimed by id under a node id of its own and run by
+ * {@link runAttempt}, so its row ends exactly as a node would leave it (SUCCEEDED, PENDING for a retry or a
+ * snooze, DEAD), and the instance's events fire.
+ *
+ * Transactional enqueues. PostgreSQL has no commit hook a client can subscribe to, so a job enqueued with
+ * `options.client` is inserted in that transaction and remembered with the transaction's id
+ * (`txid_current()`). It runs at the next {@link InlineMode.flush}: an explicit `flush()`, the next
+ * enqueue made outside a transaction, or `restore()` (the end of the block). A flush asks the server
+ * (`txid_status()`): a committed transaction's jobs run then, which is exactly "after commit"; a rolled-back
+ * transaction's jobs never existed and never run (nor do those of a rolled-back savepoint: their row is
+ * not there); jobs of a transaction still open wait for a later flush.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { randomBytes } from "node:crypto";
+import type { EnqueueOptions } from "../enqueue-input.js";
+import { PawlError } from "../errors.js";
+import type { EnqueueItem } from "../pawl.js";
+import type { Pawl } from "../pawl-runtime.js";
+import type { EnqueuedJob } from "../store/enqueue-jobs.js";
+import type { Queryable } from "../store/sql.js";
+import { claimJobById } from "../store/claim-jobs.js";
+import { patchEnqueue, registeredTypes } from "./internals.js";
+import { runAttempt, type AttemptResult } from "./run-attempt.js";
+
+/** Options of {@link inline}. */
+export interface InlineOptions {
+  /**
+   * An enqueue of a type with no handler on this Pawl: `throw` (default) refuses it with a PawlError
+   * `INVALID_STATE` before anything is written; `skip` inserts it and leaves it PENDING, as a node
+   * without that handler would.
+   */
+  unregistered?: "throw" | "skip";
+  /** How deep jobs may enqueue jobs that run inline (a job that enqueues itself would never end). Default 20. */
+  maxDepth?: number;
+}
+
+/** What {@link inline} returns. */
+export interface InlineMode {
+  /** Every attempt run so far, in order. */
+  readonly results: readonly AttemptResult[];
+  /** Runs the jobs of transactions that have committed since they enqueued; returns their attempts. */
+  flush(): Promise<AttemptResult[]>;
+  /** Flushes, then puts the instance's own enqueue methods back. Idempotent. */
+  restore(): Promise<void>;
+}
+
+interface Waiting {
+  xid: string;
+  jobs: { id: string; type: string }[];
+}
+
+const depth = new AsyncLocalStorage<number>();
+
+/**
+ * Runs every job enqueued on `pawl` at once, with its registered handler.
+ *
+ * The enqueue returns the job as it is after its attempt (`status`, `result`, `errors`), still with
+ * `inserted`. A job due later (`delayMs`, `runAt`) runs at once too; a unique enqueue that returns a live
+ * job runs nothing; a job enqueued with `client` runs after that transaction commits (see the file header:
+ * at the next flush). The handler gets a real JobContext (attempt 1 for a new job, the deadline of its
+ * timeout, `JobContext.current()`), and its outcome is recorded by the runtime's own rules: a failure is
+ * retried or sent DEAD exactly as on a node, and a Snooze leaves the job PENDING. The retried job is not
+ * run again: call {@link drain} with `now` to run it. Circuit breakers and resource permits are not
+ * consulted.
+ *
+ * @example
+ * ```ts
+ * import { inline } from "pawl/testing";
+ *
+ * const mode = inline(pawl);
+ * const job = await pawl.enqueue("invoice.render", { id: 7 });
+ * expect(job.status).toBe("SUCCEEDED");
+ * expect(mode.results[0]?.result).toEqual({ pages: 2 });
+ * await mode.restore();
+ * ```
+ */
+export function inline(pawl: Pawl, options?: InlineOptions): InlineMode;
+/**
+ * Runs `block` with jobs run inline, then flushes and restores (also when `block` throws).
+ *
+ * @example
+ * ```ts
+ * await inline(pawl, async () => {
+ *   await db.transaction(async (client) => {
+ *     await createOrder(client, order);
+ *     await pawl.enqueue("order.confirm", { id: order.id }, { client }); // runs after COMMIT
+ *   });
+ * });
+ * ```
+ */
+export function inline<T>(
+  pawl: Pawl,
+  block: (mode: InlineMode) => T | Promise<T>,
+  options?: InlineOptions,
+): Promise<T>;
+export function inline<T>(
+  pawl: Pawl,
+  blockOrOptions?: ((mode: InlineMode) => T | Promise<T>) | InlineOptions,
+  maybeOptions?: InlineOptions,
+): InlineMode | Promise<T> {
+  const block = typeof blockOrOptions === "function" ? blockOrOptions : undefined;
+  const opts = (typeof blockOrOptions === "function" ? maybeOptions : blockOrOptions) ?? {};
+  const unregistered = opts.unregistered ?? "throw";
+  const maxDepth = opts.maxDepth ?? 20;
+  const nodeId = `pawl-testing-inline-${randomBytes(4).toString("hex")}`;
+  const results: AttemptResult[] = [];
+  let waiting: Waiting[] = [];
+
+  const check = (types: readonly string[]) => {
+    if (unregistered === "throw") {
+      const known = registeredTypes(pawl);
+      // Non-string types are left to enqueue's own validation, which names the bad item.
+      const missing = types.find((t) => typeof t === "string" && !known.has(t));
+      if (missing !== undefined) {
+        throw new PawlError(
+          "INVALID_STATE",
+          `inline: no handler is registered for ${JSON.stringify(missing)} on this pawl`,
+        );
+      }
+    }
+    const level = depth.getStore() ?? 0;
+    if (level >= maxDepth) {
+      throw new PawlError(
+        "INVALID_STATE",
+        `inline: jobs enqueued jobs ${level} levels deep (maxDepth ${maxDepth})`,
+      );
+    }
+  };
+
+  /** Claims and runs each job by id (a type without a handler stays PENDING, untouched). */
+  const runIds = async (jobs: readonly { id: string; type: string }[]): Promise<AttemptResult[]> => {
+    const ran: AttemptResult[] = [];
+    for (const { id, type: name } of jobs) {
+      const type = registeredTypes(pawl).get(name);
+      if (!type) continue;
+      const claimed = await claimJobById(pawl.store.pool, pawl.store.tables, id, nodeId);
+      if (!claimed) continue; // rolled back, canceled, or taken by a node
+      const result = await depth.run((depth.getStore() ?? 0) + 1, () =>
+        runAttempt(pawl, claimed, type, nodeId),
+      );
+      results.push(result);
+      ran.push(result);
+    }
+    return ran;
+  };
+
+  /** Runs each fresh job; returns each job as read afterwards (as given when nothing ran). */
+  const runJobs = async <J extends EnqueuedJob>(jobs: readonly J[]): Promise<J[]> => {
+    const out: J[] = [];
+    for (const job of jobs) {
+      if (!job.inserted || job.status !== "PENDING") {
+        out.push(job);
+        continue;
+      }
+      if ((await runIds([job])).length === 0) {
+        out.push(job);
+        continue;
+      }
+      const after = await pawl.store.get(job.id);
+      out.push(after ? ({ ...after, inserted: job.inserted } as J) : job);
+    }
+    return out;
+  };
+
+  const remember = async (client: Queryable, jobs: readonly EnqueuedJob[]) => {
+    const fresh = jobs
+      .filter((j) => j.inserted && j.status === "PENDING")
+      .map(({ id, type }) => ({ id, type }));
+    if (fresh.length === 0) return;
+    const res = await client.query<{ xid: string }>("SELECT txid_current()::text AS xid");
+    const xid = res.rows[0]?.xid;
+    if (xid !== undefined) waiting.push({ xid, jobs: fresh });
+  };
+
+  const flush = async (): Promise<AttemptResult[]> => {
+    const entries = waiting;
+    waiting = [];
+    const ran: AttemptResult[] = [];
+    const open: Waiting[] = [];
+    for (const entry of entries) {
+      const res = await pawl.store.pool.query<{ status: string | null }>(
+        "SELECT txid_status($1::bigint) AS status",
+        [entry.xid],
+      );
+      const status = res.rows[0]?.status;
+      if (status === "in progress") open.push(entry);
+      else if (status !== "aborted") ran.push(...(await runIds(entry.jobs)));
+    }
+    waiting = [...open, ...waiting];
+    return ran;
+  };
+
+  const unpatch = patchEnqueue(pawl, "inline", (original) => ({
+    enqueue: async <P = unknown>(type: string, payload?: P, options?: EnqueueOptions) => {
+      check([type]);
+      if (options?.client !== undefined) {
+        const job = await original.enqueue<P>(type, payload, options);
+        await remember(options.client, [job]);
+        return job;
+      }
+      await flush();
+      const [job] = await runJobs([await original.enqueue<P>(type, payload, options)]);
+      return job as EnqueuedJob<P>;
+    },
+    enqueueMany: async (items: readonly EnqueueItem[], options: { client?: Queryable } = {}) => {
+      if (Array.isArray(items)) check(items.map((i) => (i as { type?: unknown } | null)?.type as string));
+      if (options.client !== undefined) {
+        const jobs = await original.enqueueMany(items, options);
+        await remember(options.client, jobs);
+        return jobs;
+      }
+      await flush();
+      return runJobs(await original.enqueueMany(items, options));
+    },
+  }));
+
+  let restoring: Promise<void> | null = null;
+  const mode: InlineMode = {
+    results,
+    flush,
+    restore() {
+      restoring ??= (async () => {
+        try {
+          await flush();
+        } finally {
+          unpatch();
+        }
+      })();
+      return restoring;
+    },
+  };
+  if (!block) return mode;
+  return (async () => {
+    try {
+      return await block(mode);
+    } finally {
+      await mode.restore();
+    }
+  })();
+}

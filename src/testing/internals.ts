@@ -1,0 +1,74 @@
+/**
+ * The few places `pawl/testing` reaches into a Pawl instance: its registered job types, and the enqueue
+ * methods fake() and inline() replace. Kept in one file so a change to Pawl's internals breaks here, with
+ * a clear message, and nowhere else.
+ */
+import { PawlError } from "../errors.js";
+import type { PawlClient } from "../pawl.js";
+import { Pawl } from "../pawl-runtime.js";
+import type { JobType } from "../runtime/registry.js";
+import { resolveRuntimeOptions, type ResolvedRuntimeOptions } from "../runtime/runtime-config.js";
+
+/** The registered types of a Pawl (an empty map for a bare PawlClient, which has no handlers). */
+export function registeredTypes(client: PawlClient): ReadonlyMap<string, JobType> {
+  if (!(client instanceof Pawl)) return new Map();
+  const types = new Map<string, JobType>();
+  for (const name of client.registeredTypes) {
+    const t = client.jobType(name);
+    if (t) types.set(name, t);
+  }
+  return types;
+}
+
+/** The runtime options the node would run with (timeouts, watchdog), resolved from the instance's config. */
+export function runtimeOptionsOf(pawl: Pawl): ResolvedRuntimeOptions {
+  return resolveRuntimeOptions(pawl.config.runtime, pawl.config.pollIntervalMs);
+}
+
+/** The enqueue methods fake() and inline() replace on an instance. */
+export type EnqueueMethods = Pick<PawlClient, "enqueue" | "enqueueMany">;
+
+const installed = new WeakMap<PawlClient, string>();
+
+/**
+ * Replaces `enqueue` and `enqueueMany` on this one instance (own properties shadowing the prototype's) and
+ * returns the restore function. `make` receives the methods being replaced, bound to the instance. A second
+ * mode on the same instance is refused: restore the first one.
+ */
+export function patchEnqueue(
+  client: PawlClient,
+  mode: string,
+  make: (original: EnqueueMethods) => EnqueueMethods,
+): () => void {
+  const current = installed.get(client);
+  if (current !== undefined) {
+    throw new PawlError(
+      "INVALID_STATE",
+      `pawl/testing: ${current}() is already installed on this instance; restore it first`,
+    );
+  }
+  const saved = {
+    enqueue: Object.getOwnPropertyDescriptor(client, "enqueue"),
+    enqueueMany: Object.getOwnPropertyDescriptor(client, "enqueueMany"),
+  };
+  const original: EnqueueMethods = {
+    enqueue: client.enqueue.bind(client) as EnqueueMethods["enqueue"],
+    enqueueMany: client.enqueueMany.bind(client),
+  };
+  const replacement = make(original);
+  const target = client as unknown as Record<string, unknown>;
+  target.enqueue = replacement.enqueue;
+  target.enqueueMany = replacement.enqueueMany;
+  installed.set(client, mode);
+  let restored = false;
+  return () => {
+    if (restored) return;
+    restored = true;
+    for (const key of ["enqueue", "enqueueMany"] as const) {
+      const descriptor = saved[key];
+      if (descriptor) Object.defineProperty(client, key, descriptor);
+      else delete target[key];
+    }
+    installed.delete(client);
+  };
+}
