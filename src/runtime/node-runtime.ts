@@ -78,7 +78,6 @@ export class NodeRuntime {
   readonly canceledLocally = new Set<string>();
   private draining = false;
   private stopping: Promise<number> | null = null;
-  private readonly offs: (() => void)[] = [];
   private readonly lowWater: number;
   private cancelTimer: unknown = null;
   private armSweepTimer: unknown = null;
@@ -127,18 +126,6 @@ export class NodeRuntime {
   /** Starts the actor tree and the first poll; subscribes to the coordinator. */
   start(): void {
     this.root.start();
-    const c = this.deps.coordinator;
-    this.offs.push(
-      c.onWakeup((hint) => this.onHint(hint)),
-      c.on("connected", () => {
-        this.deps.events.emit("coordinator:connected", { transport: c.status().transport });
-        // Hints sent while disconnected are gone: poll once to catch up.
-        this.wake("coordinator");
-      }),
-      c.on("disconnected", (error) =>
-        this.deps.events.emit("coordinator:disconnected", { transport: c.status().transport, error: String(error) }),
-      ),
-    );
     this.actor("poller")?.send({ type: "START" });
     this.scheduleCancelCheck();
   }
@@ -188,15 +175,14 @@ export class NodeRuntime {
     this.deps.events.emit("wakeup", hint ? { source, hint } : { source });
   }
 
-  private onHint(hint: WakeupHint): void {
+  /** A hint from another node (the Pawl subscribes to the coordinator and forwards them here). */
+  handleHint(hint: WakeupHint): void {
     if (hint.kind === "cancel") {
       if (hint.jobId) this.cancelRequested(hint.jobId);
       return;
     }
-    if (hint.target !== undefined && !this.deps.types.has(hint.target)) {
-      // A hint for a type this node does not run (targets are job types or queues; only skip known-foreign types).
-      if (!hint.target.includes("queue:")) return;
-    }
+    // A hint about a job type this node does not run cannot give it work.
+    if (hint.target !== undefined && !this.deps.types.has(hint.target)) return;
     this.wake("coordinator", hint);
   }
 
@@ -465,7 +451,6 @@ export class NodeRuntime {
           pending: this.writer.pending,
         });
       }
-      for (const off of this.offs.splice(0)) off();
       this.actor("poller")?.send({ type: "STOP" });
       this.root.send({ type: "STOPPED" });
       this.root.stop();
