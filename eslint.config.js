@@ -2,7 +2,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", ".hazelcast/**", "coverage/**"] },
+  { ignores: ["dist/**", "node_modules/**", ".hazelcast/**", "coverage/**", ".prof/**", ".ci/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -5,6 +5,7 @@
 import { ValidationError } from "./errors.js";
 import { serializePayload } from "./payload.js";
 import { resolvePriority, type Priority } from "./priority.js";
+import type { Queryable } from "./store/sql.js";
 
 /** Options of {@link Pawl.enqueue}. */
 export interface EnqueueOptions {
@@ -23,7 +24,7 @@ export interface EnqueueOptions {
   /** The queue. Default: the type's, else `default`. */
   queue?: string;
   /** The caller's pg client inside their transaction: the job exists once that commits. */
-  client?: import("./store/sql.js").Queryable;
+  client?: Queryable;
 }
 
 /** Defaults and checks a registered type contributes to enqueue. */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { JobStore } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
-import { databaseUrl, testPool } from "../helpers/db.js";
+import { testPool } from "../helpers/db.js";
 import { buildNewJob } from "../../src/enqueue-input.js";
 
 let schema: string;

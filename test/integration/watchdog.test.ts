@@ -1,16 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type pg from "pg";
 import { CancellationRequestedError, JobContext, type Pawl } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
 
 let schema: string;
-let pool: pg.Pool;
 let cleanup: () => Promise<void>;
 let node: Pawl;
 
 beforeAll(async () => {
-  ({ schema, pool, cleanup } = await setupSchema("wd"));
+  ({ schema, cleanup } = await setupSchema("wd"));
 });
 afterAll(() => cleanup());
 afterEach(async () => {
