@@ -42,7 +42,8 @@ export interface ClaimArgs {
   now?: Date | null;
 }
 
-interface ClaimRow {
+/** A row returned by the claim statements (the classic one and the cursor claimer's). */
+export interface ClaimRow {
   id: string;
   type: string;
   queue: string;
@@ -56,15 +57,23 @@ interface ClaimRow {
   payload?: unknown;
 }
 
-/** The claim statement (exported for EXPLAIN tests and docs). Parameters: limit, node, types, boost ms, now. */
-export function claimSql(t: Tables, withPayload: boolean): string {
-  const now = "coalesce($5::timestamptz, now())";
-  // The same expression ranks candidates and reports the boost, so the two always agree. (The UPDATE
-  // matches ids through ANY(ARRAY(...)) rather than a join: a join on the CTE is planned as a hash join
-  // over a sequential scan of the whole table.)
-  const boost = (a: string) =>
-    `CASE WHEN $4::bigint > 0 THEN floor(greatest(0, extract(epoch FROM ${now} - ${a}.scheduled_time) * 1000)` +
-    ` / $4::bigint)::int ELSE 0 END`;
+/**
+ * The age boost of rows of `alias` at `now` (an SQL expression), with the boost interval in parameter `$4`.
+ * The same expression ranks candidates and reports the boost, so the two always agree.
+ */
+export function boostSql(now: string, alias: string): string {
+  return (
+    `CASE WHEN $4::bigint > 0 THEN floor(greatest(0, extract(epoch FROM ${now} - ${alias}.scheduled_time) * 1000)` +
+    ` / $4::bigint)::int ELSE 0 END`
+  );
+}
+
+/**
+ * The classic claim's CTEs: `levels` (the recursive skip scan over the distinct priorities), `candidates`
+ * (per level the first `$1` unlocked due rows in (scheduled_time, id) order, locked) and `picked` (the best
+ * `$1` of them by effective priority). Parameters: limit, node, types, boost ms, now (as {@link claimSql}).
+ */
+export function classicCandidatesSql(t: Tables, now: string): string {
   return `
     WITH RECURSIVE levels(p) AS (
       (SELECT priority FROM ${t.jobs} WHERE status = 'PENDING' ORDER BY priority DESC LIMIT 1)
@@ -75,7 +84,7 @@ export function claimSql(t: Tables, withPayload: boolean): string {
       FROM levels WHERE levels.p IS NOT NULL
     ),
     candidates AS (
-      SELECT c.id, c.scheduled_time, c.priority + ${boost("c")} AS effective
+      SELECT c.id, c.priority, c.scheduled_time, c.priority + ${boostSql(now, "c")} AS effective
       FROM levels
       CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
@@ -89,12 +98,57 @@ export function claimSql(t: Tables, withPayload: boolean): string {
     ),
     picked AS (
       SELECT id FROM candidates ORDER BY effective DESC, scheduled_time, id LIMIT $1
-    )
+    )`;
+}
+
+/**
+ * The UPDATE that moves the ids of the CTE `picked` to RUNNING for node `$2` (the claim's last step) and
+ * its RETURNING list, plus `extra` returned columns. (It matches ids through ANY(ARRAY(...)) rather than a
+ * join: a join on the CTE is planned as a hash join over a sequential scan of the whole table.)
+ */
+export function claimUpdateSql(t: Tables, now: string, withPayload: boolean, extra = ""): string {
+  return `
     UPDATE ${t.jobs} j
     SET status = 'RUNNING', picked_by = $2, picked_at = now(), attempts = j.attempts + 1, updated_at = now()
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING j.id, j.type, j.queue, j.priority, j.priority + ${boost("j")} AS effective, j.attempts,
-              j.max_attempts, j.timeout_ms, j.scheduled_time, j.picked_at${withPayload ? ", j.payload" : ""}`;
+    RETURNING j.id, j.type, j.queue, j.priority, j.priority + ${boostSql(now, "j")} AS effective, j.attempts,
+              j.max_attempts, j.timeout_ms, j.scheduled_time, j.picked_at${withPayload ? ", j.payload" : ""}${extra}`;
+}
+
+/** The claim's `now`: parameter `$5` when given (tests), else the database's now(). */
+export const claimNowSql = "coalesce($5::timestamptz, now())";
+
+/** The claim statement (exported for EXPLAIN tests and docs). Parameters: limit, node, types, boost ms, now. */
+export function claimSql(t: Tables, withPayload: boolean): string {
+  return `${classicCandidatesSql(t, claimNowSql)}
+    ${claimUpdateSql(t, claimNowSql, withPayload)}`;
+}
+
+/** Maps a claim statement's row to a {@link ClaimedJob}. */
+export function toClaimedJob(r: ClaimRow, withPayload: boolean): ClaimedJob {
+  return {
+    id: r.id,
+    type: r.type,
+    queue: r.queue,
+    priority: r.priority,
+    boost: r.effective - r.priority,
+    attempt: r.attempts,
+    maxAttempts: r.max_attempts,
+    timeoutMs: r.timeout_ms,
+    scheduledTime: r.scheduled_time,
+    pickedAt: r.picked_at,
+    ...(withPayload ? { payload: r.payload } : {}),
+  };
+}
+
+/** Sorts claimed jobs into claim order (effective priority, then scheduled time, then id); RETURNING has none. */
+export function sortClaimOrder(jobs: ClaimedJob[]): ClaimedJob[] {
+  return jobs.sort(
+    (a, b) =>
+      b.priority + b.boost - (a.priority + a.boost) ||
+      a.scheduledTime.getTime() - b.scheduledTime.getTime() ||
+      (BigInt(a.id) < BigInt(b.id) ? -1 : 1),
+  );
 }
 
 const cache = new WeakMap<Tables, { full: ReturnType<typeof named>; light: ReturnType<typeof named> }>();
@@ -102,7 +156,10 @@ const cache = new WeakMap<Tables, { full: ReturnType<typeof named>; light: Retur
 function statements(t: Tables) {
   let s = cache.get(t);
   if (!s) {
-    s = { full: named(t, "claim_full", claimSql(t, true)), light: named(t, "claim_light", claimSql(t, false)) };
+    s = {
+      full: named(t, "claim_full", claimSql(t, true)),
+      light: named(t, "claim_light", claimSql(t, false)),
+    };
     cache.set(t, s);
   }
   return s;
@@ -118,35 +175,70 @@ export async function claimJobs(db: Queryable, t: Tables, args: ClaimArgs): Prom
   const res = await db.query<ClaimRow>(
     stmt([args.limit, args.nodeId, args.types, args.boostIntervalMs, args.now ?? null]),
   );
-  const jobs = res.rows.map(
-    (r): ClaimedJob => ({
-      id: r.id,
-      type: r.type,
-      queue: r.queue,
-      priority: r.priority,
-      boost: r.effective - r.priority,
-      attempt: r.attempts,
-      maxAttempts: r.max_attempts,
-      timeoutMs: r.timeout_ms,
-      scheduledTime: r.scheduled_time,
-      pickedAt: r.picked_at,
-      ...(args.withPayload ? { payload: r.payload } : {}),
-    }),
-  );
   // RETURNING has no order; restore claim order (effective priority, then scheduled time, then id).
-  return jobs.sort(
-    (a, b) =>
-      b.priority + b.boost - (a.priority + a.boost) ||
-      a.scheduledTime.getTime() - b.scheduledTime.getTime() ||
-      (BigInt(a.id) < BigInt(b.id) ? -1 : 1),
-  );
+  return sortClaimOrder(res.rows.map((r) => toClaimedJob(r, args.withPayload)));
 }
 
 /** Loads payloads for jobs claimed on the lightweight path, by id. */
-export async function loadPayloads(db: Queryable, t: Tables, ids: readonly string[]): Promise<Map<string, unknown>> {
+export async function loadPayloads(
+  db: Queryable,
+  t: Tables,
+  ids: readonly string[],
+): Promise<Map<string, unknown>> {
   if (ids.length === 0) return new Map();
   const res = await db.query<{ id: string; payload: unknown }>(
     named(t, "load_payloads", `SELECT id, payload FROM ${t.jobs} WHERE id = ANY($1::bigint[])`)([ids]),
   );
   return new Map(res.rows.map((r) => [r.id, r.payload]));
+}
+
+interface ClaimOneRow {
+  id: string;
+  type: string;
+  queue: string;
+  priority: number;
+  attempts: number;
+  max_attempts: number;
+  timeout_ms: number | null;
+  scheduled_time: Date;
+  picked_at: Date;
+  payload: unknown;
+}
+
+/**
+ * Claims one PENDING job by id, whatever its scheduled time (pawl/testing's inline(): the job a test just
+ * enqueued runs at once). The same effect as a claim narrowed to one row, so the outcome statements accept
+ * it. Null when the job is not PENDING (finished, canceled, gone, or taken).
+ */
+export async function claimJobById(
+  db: Queryable,
+  t: Tables,
+  id: string,
+  nodeId: string,
+): Promise<ClaimedJob | null> {
+  const stmt = named(
+    t,
+    "claim_one",
+    `UPDATE ${t.jobs} j
+     SET status = 'RUNNING', picked_by = $2, picked_at = now(), attempts = j.attempts + 1, updated_at = now()
+     WHERE j.id = $1 AND j.status = 'PENDING'
+     RETURNING j.id, j.type, j.queue, j.priority, j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time,
+               j.picked_at, j.payload`,
+  );
+  const res = await db.query<ClaimOneRow>(stmt([id, nodeId]));
+  const r = res.rows[0];
+  if (!r) return null;
+  return {
+    id: r.id,
+    type: r.type,
+    queue: r.queue,
+    priority: r.priority,
+    boost: 0,
+    attempt: r.attempts,
+    maxAttempts: r.max_attempts,
+    timeoutMs: r.timeout_ms,
+    scheduledTime: r.scheduled_time,
+    pickedAt: r.picked_at,
+    payload: r.payload,
+  };
 }

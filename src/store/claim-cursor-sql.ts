@@ -1,0 +1,267 @@
+/**
+ * The claim cursors' statements (see docs/claim-cursors.md):
+ *
+ * - **seek claim**: per priority level given as arrays (unnest, no recursive level discovery), the first
+ *   `limit` unlocked due rows strictly after the level's position, in (scheduled_time, id) order, FOR
+ *   UPDATE SKIP LOCKED; plus optional picks locked by id equality; merged by effective priority with the
+ *   age boost exactly like the classic claim, then the UPDATE to RUNNING. One statement per poll.
+ * - **window**: the floored pass's read of PENDING due rows above an id floor, in id order, on the
+ *   `(id) WHERE status = 'PENDING'` index (migration 0003). No locks, no ORDER BY priority.
+ * - **full pass**: the classic claim (src/store/claim-jobs.ts) that also reports what the cursors need.
+ *
+ * Every statement reports the database's now() and each row's scheduled time in epoch microseconds, so
+ * positions keep PostgreSQL's precision. Parameters `$1..$5` are the classic claim's (limit, node, types,
+ * boost ms, now override).
+ */
+import {
+  claimNowSql,
+  claimUpdateSql,
+  classicCandidatesSql,
+  boostSql,
+  sortClaimOrder,
+  toClaimedJob,
+  type ClaimedJob,
+  type ClaimRow,
+} from "./claim-jobs.js";
+import type { ClaimedPosition, Position, SeekTarget, WindowRow } from "./claim-cursor-state.js";
+import { named, type Queryable, type Tables } from "./sql.js";
+
+const now = claimNowSql;
+const usOf = (expr: string) => `(extract(epoch FROM ${expr}) * 1000000)::bigint`;
+const fromUs = (expr: string) => `(timestamptz 'epoch' + ${expr} * interval '1 microsecond')`;
+
+/** The first candidate of each level, as JSON, from the CTE `from` (id, priority, scheduled_time). */
+const headsSql = (from: string) => `(
+      SELECT coalesce(json_agg(json_build_object('p', h.priority, 'us', h.us::text, 'id', h.id::text)), '[]'::json)
+      FROM (SELECT DISTINCT ON (priority) priority, ${usOf("scheduled_time")} AS us, id
+            FROM ${from} ORDER BY priority, scheduled_time, id) h)`;
+
+const claimedPositionColumn = `, ${usOf("j.scheduled_time")}::text AS st_us`;
+
+/**
+ * The seek claim. Parameters: `$1` limit, `$2` node, `$3` types, `$4` boost ms, `$5` now override,
+ * `$6` levels int[], `$7` their positions' times (epoch µs) bigint[], `$8` their positions' ids bigint[],
+ * `$9` picked ids bigint[] (the floored pass's window picks; empty on a plain seek).
+ * Returns one row per claimed job, or one row of nulls when nothing was claimed, each with `now_us` and
+ * `heads` (the first seek candidate of every level that had one).
+ */
+export function seekClaimSql(t: Tables, withPayload: boolean): string {
+  return `
+    WITH levels AS (
+      SELECT l.p, ${fromUs("l.us")} AS st, l.id
+      FROM unnest($6::int[], $7::bigint[], $8::bigint[]) AS l(p, us, id)
+    ),
+    seek AS (
+      SELECT c.id, c.priority, c.scheduled_time
+      FROM levels
+      CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
+        WHERE j.status = 'PENDING' AND j.priority = levels.p
+          AND (j.scheduled_time, j.id) > (levels.st, levels.id)
+          AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
+        ORDER BY j.scheduled_time, j.id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      ) c
+    ),
+    picks AS (
+      SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
+      WHERE j.id = ANY($9::bigint[]) AND j.status = 'PENDING'
+        AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
+      FOR UPDATE SKIP LOCKED
+    ),
+    candidates AS (
+      SELECT u.id, u.scheduled_time, u.priority + ${boostSql(now, "u")} AS effective
+      FROM (SELECT id, priority, scheduled_time FROM seek UNION SELECT id, priority, scheduled_time FROM picks) u
+    ),
+    picked AS (
+      SELECT id FROM candidates ORDER BY effective DESC, scheduled_time, id LIMIT $1
+    ),
+    claimed AS (${claimUpdateSql(t, now, withPayload, claimedPositionColumn)}
+    ),
+    meta AS (
+      SELECT ${usOf(now)}::text AS now_us, ${headsSql("seek")} AS heads
+    )
+    SELECT m.now_us, m.heads, c.* FROM meta m LEFT JOIN claimed c ON true`;
+}
+
+/**
+ * The full pass: the classic claim (recursive level discovery, per level a scan from the start) that also
+ * returns `now_us`, `heads` (the first candidate of every level), `levels` (every level with PENDING rows)
+ * and `high_id` (the table's max(id), a backward step on the primary key). Parameters as the classic claim.
+ */
+export function fullPassSql(t: Tables, withPayload: boolean): string {
+  return `${classicCandidatesSql(t, now)},
+    claimed AS (${claimUpdateSql(t, now, withPayload, claimedPositionColumn)}
+    ),
+    meta AS (
+      SELECT ${usOf(now)}::text AS now_us, ${headsSql("candidates")} AS heads,
+             (SELECT coalesce(array_agg(p), '{}') FROM levels WHERE p IS NOT NULL) AS levels,
+             (SELECT max(id) FROM ${t.jobs})::text AS high_id
+    )
+    SELECT m.now_us, m.heads, m.levels, m.high_id, c.* FROM meta m LEFT JOIN claimed c ON true`;
+}
+
+/**
+ * The floored pass's window: PENDING due rows of `$2` types with id above `$1`, in id order, at most `$3`
+ * of them, `$4` the now override. A range scan on the `(id) WHERE status = 'PENDING'` index that never
+ * touches the priority index.
+ */
+export function windowSql(t: Tables): string {
+  const wnow = "coalesce($4::timestamptz, now())";
+  return `
+    SELECT j.id::text AS id, j.priority, ${usOf("j.scheduled_time")}::text AS us, ${usOf(wnow)}::text AS now_us
+    FROM ${t.jobs} j
+    WHERE j.status = 'PENDING' AND j.id > $1::bigint
+      AND j.scheduled_time <= ${wnow} AND j.type = ANY($2::text[])
+    ORDER BY j.id
+    LIMIT $3`;
+}
+
+type Stmt = ReturnType<typeof named>;
+interface Statements {
+  seekFull: Stmt;
+  seekLight: Stmt;
+  fullFull: Stmt;
+  fullLight: Stmt;
+  window: Stmt;
+}
+const cache = new WeakMap<Tables, Statements>();
+
+function statements(t: Tables): Statements {
+  let s = cache.get(t);
+  if (!s) {
+    s = {
+      seekFull: named(t, "cursor_seek_full", seekClaimSql(t, true)),
+      seekLight: named(t, "cursor_seek_light", seekClaimSql(t, false)),
+      fullFull: named(t, "cursor_full_full", fullPassSql(t, true)),
+      fullLight: named(t, "cursor_full_light", fullPassSql(t, false)),
+      window: named(t, "cursor_window", windowSql(t)),
+    };
+    cache.set(t, s);
+  }
+  return s;
+}
+
+/** The common arguments of the cursor claim statements. */
+export interface CursorClaimArgs {
+  nodeId: string;
+  limit: number;
+  types: readonly string[];
+  boostIntervalMs: number;
+  withPayload: boolean;
+  /** Overrides the database's now() (tests); null uses now(). */
+  now?: Date | null;
+}
+
+/** A claim statement's result: the jobs in claim order, their positions, and what the cursors need. */
+export interface CursorClaimResult {
+  jobs: ClaimedJob[];
+  positions: ClaimedPosition[];
+  heads: Map<number, Position>;
+  nowUs: bigint;
+}
+
+/** A full pass's result. */
+export interface FullPassResult extends CursorClaimResult {
+  highId: bigint | null;
+  levels: number[];
+}
+
+type MetaRow = Partial<ClaimRow> & {
+  now_us: string;
+  heads: { p: number; us: string; id: string }[];
+  st_us: string | null;
+  levels?: number[];
+  high_id?: string | null;
+};
+
+function readResult(rows: MetaRow[], withPayload: boolean): CursorClaimResult {
+  const first = rows[0];
+  if (!first) throw new Error("pawl: a cursor claim statement returned no meta row");
+  const heads = new Map<number, Position>(
+    first.heads.map((h) => [h.p, { us: BigInt(h.us), id: BigInt(h.id) }]),
+  );
+  const claimedRows = rows.filter((r) => r.id != null) as (ClaimRow & MetaRow)[];
+  return {
+    jobs: sortClaimOrder(claimedRows.map((r) => toClaimedJob(r, withPayload))),
+    positions: claimedRows.map((r) => ({
+      priority: r.priority,
+      pos: { us: BigInt(r.st_us ?? "0"), id: BigInt(r.id) },
+    })),
+    heads,
+    nowUs: BigInt(first.now_us),
+  };
+}
+
+const usList = (targets: readonly SeekTarget[]) => targets.map((x) => x.after.us.toString());
+const idList = (targets: readonly SeekTarget[]) => targets.map((x) => x.after.id.toString());
+
+/** Runs the seek claim for `targets` (and `picks`, ids locked by equality). One statement. */
+export async function seekClaim(
+  db: Queryable,
+  t: Tables,
+  args: CursorClaimArgs,
+  targets: readonly SeekTarget[],
+  picks: readonly bigint[] = [],
+): Promise<CursorClaimResult> {
+  const s = statements(t);
+  const res = await db.query<MetaRow>(
+    (args.withPayload ? s.seekFull : s.seekLight)([
+      args.limit,
+      args.nodeId,
+      args.types,
+      args.boostIntervalMs,
+      args.now ?? null,
+      targets.map((x) => x.priority),
+      usList(targets),
+      idList(targets),
+      picks.map(String),
+    ]),
+  );
+  return readResult(res.rows, args.withPayload);
+}
+
+/** Runs the full pass (the classic claim, with what the cursors need). One statement. */
+export async function fullPassClaim(
+  db: Queryable,
+  t: Tables,
+  args: CursorClaimArgs,
+): Promise<FullPassResult> {
+  const s = statements(t);
+  const res = await db.query<MetaRow>(
+    (args.withPayload ? s.fullFull : s.fullLight)([
+      args.limit,
+      args.nodeId,
+      args.types,
+      args.boostIntervalMs,
+      args.now ?? null,
+    ]),
+  );
+  const base = readResult(res.rows, args.withPayload);
+  const first = res.rows[0];
+  return {
+    ...base,
+    highId: first?.high_id != null ? BigInt(first.high_id) : null,
+    levels: first?.levels ?? [],
+  };
+}
+
+/** Reads the floored pass's window: up to `size` PENDING due rows above `floorId`, in id order. */
+export async function readWindow(
+  db: Queryable,
+  t: Tables,
+  floorId: bigint,
+  types: readonly string[],
+  size: number,
+  nowOverride: Date | null,
+): Promise<{ rows: WindowRow[]; nowUs: bigint | null }> {
+  const res = await db.query<{ id: string; priority: number; us: string; now_us: string }>(
+    statements(t).window([floorId.toString(), types, size, nowOverride]),
+  );
+  const first = res.rows[0];
+  return {
+    rows: res.rows.map((r) => ({ id: BigInt(r.id), priority: r.priority, us: BigInt(r.us) })),
+    nowUs: first ? BigInt(first.now_us) : null,
+  };
+}

@@ -1,0 +1,345 @@
+/**
+ * The claim cursors' bookkeeping, without I/O: which pass a poll runs, where each priority level's seek
+ * starts, and how a pass's result moves the cursors, the floors and the discovery cadence. Time comes in
+ * as arguments (`nowMs` from the node's clock for the cadence, the database's now() in epoch microseconds
+ * for positions), so every rule is table-tested without a database. See docs/claim-cursors.md.
+ *
+ * Positions are (scheduled_time, id) with the scheduled time in epoch **microseconds** as a bigint:
+ * PostgreSQL keeps microseconds and a JS Date only milliseconds, so a cursor held as a Date could skip or
+ * repeat rows that share a millisecond.
+ */
+import { effectivePriority } from "../logic/age-boost.js";
+
+/** A place in one priority level's claim order: `(scheduled_time, id)`, the time in epoch microseconds. */
+export interface Position {
+  /** scheduled_time in microseconds since the epoch. */
+  us: bigint;
+  /** The job id. */
+  id: bigint;
+}
+
+/** Orders positions as the claim index does inside one level: scheduled time, then id. */
+export function comparePositions(a: Position, b: Position): number {
+  if (a.us !== b.us) return a.us < b.us ? -1 : 1;
+  return a.id === b.id ? 0 : a.id < b.id ? -1 : 1;
+}
+
+/** The lower of two positions (a seek from it sees everything either would). */
+export function minPosition(a: Position, b: Position): Position {
+  return comparePositions(a, b) <= 0 ? a : b;
+}
+
+/** The position just before `p`: a seek `> before(p)` starts with the row at `p` (ids are integers). */
+export function positionBefore(p: Position): Position {
+  return { us: p.us, id: p.id - 1n };
+}
+
+/** Epoch microseconds as ISO-8601 text with all six fractional digits (`2026-01-01T12:00:00.123456Z`). */
+export function usToIso(us: bigint): string {
+  const ms = us / 1000n - (us % 1000n < 0n ? 1n : 0n);
+  const iso = new Date(Number(ms)).toISOString(); // ...:ss.mmmZ
+  const micros = ((us % 1000n) + 1000n) % 1000n;
+  return `${iso.slice(0, -1)}${micros.toString().padStart(3, "0")}Z`;
+}
+
+/**
+ * `ms` shortened by up to `fraction` of itself, so nodes that booted together drift apart instead of
+ * running their discovery passes in lockstep. Never longer than `ms`, never below 1.
+ *
+ * @example
+ * ```ts
+ * jitterDown(10_000, () => 0.5); // 8750 (with the default fraction 0.25)
+ * ```
+ */
+export function jitterDown(ms: number, random: () => number, fraction = 0.25): number {
+  const r = Math.min(1, Math.max(0, random()));
+  return Math.max(1, Math.round(ms - ms * fraction * r));
+}
+
+/** What a poll does: seek past the cursors, a floored or full discovery pass, or nothing at all. */
+export type PassKind = "seek" | "floored" | "full" | "skip";
+
+/** One level's seek in a claim statement: rows of `priority` strictly after `after`. */
+export interface SeekTarget {
+  priority: number;
+  after: Position;
+}
+
+/** A row of the floored pass's window: PENDING and due, above the id floor. */
+export interface WindowRow {
+  id: bigint;
+  priority: number;
+  us: bigint;
+}
+
+/** A claimed row's level and position. */
+export interface ClaimedPosition {
+  priority: number;
+  pos: Position;
+}
+
+/** What a claim statement reports back, whatever the pass. */
+export interface PassOutcome {
+  /** The rows it claimed. */
+  claimed: readonly ClaimedPosition[];
+  /** Per level that had candidates in the statement's seeks (or the full pass's scans): the first one. */
+  heads: ReadonlyMap<number, Position>;
+  /** The limit the statement was given. */
+  limit: number;
+  /** The database's now() for the statement, in epoch microseconds. */
+  nowUs: bigint;
+}
+
+/** What only a full pass reports. */
+export interface FullOutcome extends PassOutcome {
+  /** The table's highest id at the pass (null when the table is empty). */
+  highId: bigint | null;
+  /** Every priority level that had PENDING rows (due or not). */
+  levels: readonly number[];
+}
+
+/** Taken by {@link CursorState.begin} before a pass, handed back after it. */
+export interface PassToken {
+  wakeups: number;
+  fullRequests: number;
+}
+
+/** Options of {@link CursorState}. */
+export interface CursorStateOptions {
+  /** The floored pass's cadence (ms, node clock). */
+  discoveryMs: number;
+  /** The full pass's cadence (ms, node clock). */
+  fullDiscoveryMs: number;
+  /** Jitter source in [0, 1). */
+  random: () => number;
+}
+
+/** Counters for the inspector. */
+export interface CursorCounters {
+  /** Statements sent to the database by this claimer. */
+  queries: number;
+  /** Polls answered without any statement (no cursor, no discovery due). */
+  skippedPolls: number;
+  /** Polls per pass kind (a skipped poll counts as `skip`). */
+  passes: Record<PassKind, number>;
+  /** Jobs claimed. */
+  claimed: number;
+}
+
+const neverPosition = (): Position => ({ us: -(2n ** 62n), id: 0n });
+
+/**
+ * A node's claim cursors and discovery schedule. The claimer asks {@link plan} what to run, runs it, and
+ * reports the outcome with `afterSeek` / `afterFloored` / `afterFull`. A wakeup makes the floored pass due.
+ */
+export class CursorState {
+  /** Per level: the last position claimed (or just before the first unclaimed candidate). */
+  readonly cursors = new Map<number, Position>();
+  /** Levels seen lately (by a full pass, a claim or the window), with the node-clock time last seen. */
+  readonly known = new Map<number, number>();
+  /** The id floor: the floored pass reads rows above it. Null until a full pass has observed the stream. */
+  floorId: bigint | null = null;
+  /** The time floor (epoch µs): the floored pass seeks known levels from it. */
+  floorUs: bigint | null = null;
+  /** The highest id observed so far (claims, windows, full passes' max(id)). */
+  highWater: bigint | null = null;
+  /** The database time of the last full pass (µs); the next full pass lowers the time floor to it. */
+  lastFullUs: bigint | null = null;
+  /** When the next floored pass is due (node clock ms). */
+  nextDiscoveryAt = 0;
+  /** When the next full pass is due (node clock ms). */
+  nextFullDiscoveryAt = 0;
+  /** A floored pass is due at the next poll (a wakeup, or the last one left window rows uncovered). */
+  discoveryDue = true;
+  /** A full pass is due at the next poll (boot, the job types changed, or {@link requestFull}). */
+  fullDue = true;
+  readonly counters: CursorCounters = {
+    queries: 0,
+    skippedPolls: 0,
+    passes: { seek: 0, floored: 0, full: 0, skip: 0 },
+    claimed: 0,
+  };
+  private typesKey: string | null = null;
+  private wakeups = 0;
+  private fullRequests = 0;
+
+  constructor(private readonly o: CursorStateOptions) {}
+
+  /** New work was announced: the floored pass runs at the next poll. */
+  wakeup(): void {
+    this.wakeups++;
+    this.discoveryDue = true;
+  }
+
+  /** Rows went back to PENDING where only a full pass can see them: the full pass runs at the next poll. */
+  requestFull(): void {
+    this.fullRequests++;
+    this.fullDue = true;
+  }
+
+  /** A token for a pass about to run, so a wakeup or full-pass request that lands while it runs is not lost. */
+  begin(): PassToken {
+    return { wakeups: this.wakeups, fullRequests: this.fullRequests };
+  }
+
+  /**
+   * Which pass the poll at `nowMs` runs. A change of the claimed types clears the cursors and makes a full
+   * pass due (rows of a newly registered type may sit below them).
+   */
+  plan(nowMs: number, types: readonly string[]): PassKind {
+    const key = [...new Set(types)].sort().join("\u0000");
+    if (this.typesKey !== null && key !== this.typesKey) {
+      this.cursors.clear();
+      this.fullDue = true;
+    }
+    this.typesKey = key;
+    if (this.fullDue || this.floorId === null || this.floorUs === null || nowMs >= this.nextFullDiscoveryAt) {
+      return "full";
+    }
+    if (this.discoveryDue || nowMs >= this.nextDiscoveryAt) return "floored";
+    return this.cursors.size > 0 ? "seek" : "skip";
+  }
+
+  /**
+   * The seeks of a claim statement. `seek`: every level with a cursor, from its cursor. `floored`: also
+   * every level seen lately, each from the lower of its cursor and the time floor, so rows that became due
+   * since (retries, snoozes, scheduled jobs, late commits) are found in claim order.
+   */
+  seekTargets(kind: "seek" | "floored", nowMs: number): SeekTarget[] {
+    const targets = new Map<number, Position>(this.cursors);
+    if (kind === "floored") {
+      this.forget(nowMs);
+      const floor: Position = { us: this.floorUs ?? neverPosition().us, id: 0n };
+      for (const level of this.known.keys()) {
+        const c = targets.get(level);
+        targets.set(level, c ? minPosition(c, floor) : floor);
+      }
+    }
+    return [...targets].sort((a, b) => b[0] - a[0]).map(([priority, after]) => ({ priority, after }));
+  }
+
+  /** After a seek-only poll: advance the cursors of levels that claimed, drop those that came back empty. */
+  afterSeek(targets: readonly SeekTarget[], outcome: PassOutcome, nowMs: number): void {
+    this.moveCursors(targets, outcome, nowMs);
+  }
+
+  /**
+   * After a floored pass: cursors move as after a seek; a level claimed only through the window (no seek
+   * of its own) gets a cursor at its last claimed row; every level in the window becomes known. Discovery
+   * stays due when the pass left window rows unclaimed that no cursor covers (it filled its limit before
+   * reaching them: a backlog below a cursor drains before the seeks move on), or a wakeup came in while it
+   * ran.
+   */
+  afterFloored(
+    token: PassToken,
+    targets: readonly SeekTarget[],
+    window: readonly WindowRow[],
+    outcome: PassOutcome | null,
+    nowMs: number,
+  ): void {
+    for (const row of window) {
+      this.known.set(row.priority, nowMs);
+      this.observe(row.id);
+    }
+    if (outcome) {
+      this.moveCursors(targets, outcome, nowMs);
+      const sought = new Set(targets.map((t) => t.priority));
+      for (const c of outcome.claimed) {
+        if (sought.has(c.priority)) continue;
+        const cur = this.cursors.get(c.priority);
+        if (!cur || comparePositions(c.pos, cur) > 0) this.cursors.set(c.priority, c.pos);
+      }
+    }
+    const taken = new Set((outcome?.claimed ?? []).map((c) => c.pos.id));
+    const uncovered = window.some((row) => {
+      if (taken.has(row.id)) return false;
+      const cur = this.cursors.get(row.priority);
+      return !cur || comparePositions(row, cur) <= 0;
+    });
+    this.discoveryDue = uncovered || token.wakeups !== this.wakeups;
+    this.nextDiscoveryAt = nowMs + jitterDown(this.o.discoveryMs, this.o.random);
+  }
+
+  /**
+   * After a full pass (the classic claim over every level): the cursors are rebuilt from it (every level
+   * with an unclaimed candidate gets a cursor just before it, so nothing it saw is left uncovered), the
+   * floors drop to what was observed before it (at boot, to its own observation, the time floor one full
+   * interval back), and both cadences restart.
+   */
+  afterFull(token: PassToken, outcome: FullOutcome, nowMs: number): void {
+    const before = this.highWater;
+    this.observe(outcome.highId);
+    this.floorId = before ?? outcome.highId ?? 0n;
+    this.floorUs = this.lastFullUs ?? outcome.nowUs - BigInt(this.o.fullDiscoveryMs) * 1000n;
+    this.lastFullUs = outcome.nowUs;
+    this.cursors.clear();
+    for (const level of outcome.levels) this.known.set(level, nowMs);
+    const all = new Set<number>([...outcome.heads.keys(), ...outcome.claimed.map((c) => c.priority)]);
+    const targets = [...all].map((priority) => ({ priority, after: neverPosition() }));
+    this.moveCursors(targets, outcome, nowMs);
+    this.fullDue = token.fullRequests !== this.fullRequests;
+    this.discoveryDue = token.wakeups !== this.wakeups;
+    this.nextDiscoveryAt = nowMs + jitterDown(this.o.discoveryMs, this.o.random);
+    this.nextFullDiscoveryAt = nowMs + jitterDown(this.o.fullDiscoveryMs, this.o.random);
+  }
+
+  /**
+   * The cursor rule for the levels a statement sought. Within one level the claim takes a prefix of its
+   * candidates in (scheduled_time, id) order (the age boost only favours older rows of a level), so:
+   * rows claimed above the seek's start -> the cursor is the last of them; candidates but none claimed
+   * (outranked by other levels) -> the cursor sits just before the first candidate; no candidates -> the
+   * level loses its cursor.
+   */
+  private moveCursors(targets: readonly SeekTarget[], outcome: PassOutcome, nowMs: number): void {
+    for (const c of outcome.claimed) {
+      this.known.set(c.priority, nowMs);
+      this.observe(c.pos.id);
+    }
+    this.counters.claimed += outcome.claimed.length;
+    for (const { priority, after } of targets) {
+      let last: Position | null = null;
+      for (const c of outcome.claimed) {
+        if (c.priority !== priority || comparePositions(c.pos, after) <= 0) continue;
+        if (last === null || comparePositions(c.pos, last) > 0) last = c.pos;
+      }
+      const head = outcome.heads.get(priority);
+      const cur = this.cursors.get(priority);
+      if (last) this.cursors.set(priority, last);
+      else if (head)
+        this.cursors.set(priority, cur ? minPosition(cur, positionBefore(head)) : positionBefore(head));
+      else this.cursors.delete(priority);
+    }
+  }
+
+  private observe(id: bigint | null): void {
+    if (id !== null && (this.highWater === null || id > this.highWater)) this.highWater = id;
+  }
+
+  /** Levels not seen for two full intervals stop being sought by the floored pass (unless they hold a cursor). */
+  private forget(nowMs: number): void {
+    const ttl = 2 * this.o.fullDiscoveryMs;
+    for (const [level, seen] of this.known) {
+      if (nowMs - seen > ttl && !this.cursors.has(level)) this.known.delete(level);
+    }
+  }
+}
+
+/**
+ * The floored pass's picks: the window in claim order at the database's `nowUs` (effective priority with
+ * the age boost of src/logic/age-boost.ts, then scheduled time, then id, as `compareClaimOrder` orders
+ * them, but with the scheduled time compared in microseconds like the SQL), best `limit` first.
+ */
+export function pickWindow(
+  window: readonly WindowRow[],
+  limit: number,
+  nowUs: bigint,
+  boostIntervalMs: number,
+): WindowRow[] {
+  const nowMs = Number(nowUs / 1000n);
+  const keyed = window.map((row) => ({
+    row,
+    effective: effectivePriority(row.priority, Number(row.us / 1000n), nowMs, boostIntervalMs),
+  }));
+  keyed.sort((a, b) => b.effective - a.effective || comparePositions(a.row, b.row));
+  return keyed.slice(0, Math.max(0, limit)).map((k) => k.row);
+}

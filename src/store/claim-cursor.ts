@@ -1,0 +1,223 @@
+/**
+ * Claim cursors: a {@link Claimer} whose polls seek past dead index entries instead of scanning them, and
+ * send no statement at all when there is nothing it could find. The design, its cadences and the bound on
+ * its ordering slack are in docs/claim-cursors.md; the bookkeeping is {@link CursorState}
+ * (claim-cursor-state.ts) and the statements are in claim-cursor-sql.ts.
+ *
+ * Each poll runs exactly one of:
+ * - **full pass** (every `fullDiscoveryMs`, jittered downward; at boot; when the job types change): the
+ *   classic claim over every level. It rebuilds the cursors and drops the floors to what was observed
+ *   before it. One statement.
+ * - **floored pass** (every `discoveryMs`, jittered downward; at once after a wakeup; again right after a
+ *   discovery that filled its limit): reads a window of PENDING due rows above the id floor in id order,
+ *   orders it in memory by claim order, and claims the best of it together with a seek of every cursor and
+ *   every recently seen level from its time floor, in one statement. Two statements (one when there is
+ *   nothing to seek or pick).
+ * - **seek**: one statement seeking past each level's cursor. Levels that come back empty lose their
+ *   cursor.
+ * - **nothing**: no cursor left and no discovery due.
+ */
+import type { ClaimedJob } from "./claim-jobs.js";
+import type { Claimer, ClaimerOptions } from "./claimer.js";
+import { fullPassClaim, readWindow, seekClaim, type CursorClaimArgs } from "./claim-cursor-sql.js";
+import {
+  CursorState,
+  pickWindow,
+  usToIso,
+  type PassKind,
+  type PassToken,
+  type SeekTarget,
+} from "./claim-cursor-state.js";
+
+/** The floored pass's default window (rows read above the id floor). */
+export const defaultDiscoveryWindow = 500;
+/** Default cadence of the floored discovery pass (ms). */
+export const defaultClaimCursorDiscoveryMs = 1000;
+/** Default cadence of the full discovery pass (ms). */
+export const defaultClaimCursorFullDiscoveryMs = 10_000;
+
+/** Options of {@link CursorClaimer}: the node's {@link ClaimerOptions} plus the cursor cadences. */
+export interface CursorClaimerOptions extends ClaimerOptions {
+  /** The floored pass's cadence in ms of `clock` (jittered downward). Default 1000. */
+  discoveryMs?: number;
+  /** The full pass's cadence in ms of `clock` (jittered downward). Default 10,000. */
+  fullDiscoveryMs?: number;
+  /** Rows the floored pass reads above the id floor. Default 500. */
+  window?: number;
+  /** Jitter source in [0, 1). Default Math.random. */
+  random?: () => number;
+  /** Overrides the database's now() in every statement (tests). Default: the database's now(). */
+  databaseNow?: () => Date | null;
+}
+
+/** What one poll did (returned by {@link CursorClaimer.poll}; tests and the benchmark read it). */
+export interface PollReport {
+  kind: PassKind;
+  jobs: ClaimedJob[];
+  /** Statements sent. */
+  statements: number;
+}
+
+/**
+ * The claim-cursor claimer (on by default: `claimCursors`). One instance per node; its state is process
+ * memory and dies with the node.
+ *
+ * @example
+ * ```ts
+ * const claimer = new CursorClaimer({ store, nodeId, boostIntervalMs, withPayload: true, clock });
+ * const jobs = await claimer.claim(100, ["email.send"]);
+ * ```
+ */
+export class CursorClaimer implements Claimer {
+  /** The cursors, floors and cadence (exposed for tests and the inspector). */
+  readonly state: CursorState;
+  private readonly window: number;
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly o: CursorClaimerOptions) {
+    this.window = o.window ?? defaultDiscoveryWindow;
+    this.state = new CursorState({
+      discoveryMs: o.discoveryMs ?? defaultClaimCursorDiscoveryMs,
+      fullDiscoveryMs: o.fullDiscoveryMs ?? defaultClaimCursorFullDiscoveryMs,
+      random: o.random ?? Math.random,
+    });
+  }
+
+  /** Claims up to `limit` due jobs of `types`, in claim order. */
+  async claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
+    return (await this.poll(limit, types)).jobs;
+  }
+
+  /** One poll, reporting which pass ran. Polls are serialised (the poller never overlaps them anyway). */
+  poll(limit: number, types: readonly string[]): Promise<PollReport> {
+    const run = this.tail.then(
+      () => this.pollNow(limit, types),
+      () => this.pollNow(limit, types),
+    );
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  /** New work was announced (a local enqueue or a coordinator hint): the floored pass runs at the next poll. */
+  onWakeup(): void {
+    this.state.wakeup();
+  }
+
+  /**
+   * Makes the full pass due at the next poll. For changes that return rows to PENDING without moving
+   * their scheduled time past the floors (resuming a paused queue or type, a manual `UPDATE ... SET status
+   * = 'PENDING'`): no cursor or floored pass can see such rows, so without this they wait for the next
+   * full pass (at most `fullDiscoveryMs`).
+   */
+  requestFullPass(): void {
+    this.state.requestFull();
+  }
+
+  /** Cursors, floors, next discovery times and counters, for the inspector. */
+  describe(): Record<string, unknown> {
+    const s = this.state;
+    return {
+      kind: "cursors",
+      cursors: [...s.cursors]
+        .sort((a, b) => b[0] - a[0])
+        .map(([priority, p]) => ({ priority, scheduledTime: usToIso(p.us), id: p.id.toString() })),
+      floor: {
+        id: s.floorId?.toString() ?? null,
+        scheduledTime: s.floorUs === null ? null : usToIso(s.floorUs),
+      },
+      highWater: s.highWater?.toString() ?? null,
+      knownLevels: [...s.known.keys()].sort((a, b) => b - a),
+      nextDiscoveryAt: s.nextDiscoveryAt,
+      nextFullDiscoveryAt: s.nextFullDiscoveryAt,
+      discoveryDue: s.discoveryDue,
+      fullDiscoveryDue: s.fullDue,
+      counters: { ...s.counters, passes: { ...s.counters.passes } },
+    };
+  }
+
+  private args(limit: number, types: readonly string[]): CursorClaimArgs {
+    return {
+      nodeId: this.o.nodeId,
+      limit,
+      types,
+      boostIntervalMs: this.o.boostIntervalMs,
+      withPayload: this.o.withPayload,
+      now: this.o.databaseNow?.() ?? null,
+    };
+  }
+
+  private now(): number {
+    return this.o.clock.now();
+  }
+
+  private async pollNow(limit: number, types: readonly string[]): Promise<PollReport> {
+    const s = this.state;
+    if (limit <= 0 || types.length === 0) return { kind: "skip", jobs: [], statements: 0 };
+    const kind = s.plan(this.now(), types);
+    s.counters.passes[kind]++;
+    const db = this.o.store.pool;
+    const t = this.o.store.tables;
+    const args = this.args(limit, types);
+    const token = s.begin();
+    switch (kind) {
+      case "skip":
+        s.counters.skippedPolls++;
+        return { kind, jobs: [], statements: 0 };
+      case "seek": {
+        const targets = s.seekTargets("seek", this.now());
+        s.counters.queries++;
+        const r = await seekClaim(db, t, args, targets);
+        s.afterSeek(targets, { claimed: r.positions, heads: r.heads, limit, nowUs: r.nowUs }, this.now());
+        return { kind, jobs: r.jobs, statements: 1 };
+      }
+      case "full": {
+        s.counters.queries++;
+        const r = await fullPassClaim(db, t, args);
+        s.afterFull(
+          token,
+          { claimed: r.positions, heads: r.heads, limit, nowUs: r.nowUs, highId: r.highId, levels: r.levels },
+          this.now(),
+        );
+        return { kind, jobs: r.jobs, statements: 1 };
+      }
+      case "floored":
+        return this.floored(token, limit, types, args);
+    }
+  }
+
+  private async floored(
+    token: PassToken,
+    limit: number,
+    types: readonly string[],
+    args: CursorClaimArgs,
+  ): Promise<PollReport> {
+    const s = this.state;
+    const db = this.o.store.pool;
+    const t = this.o.store.tables;
+    s.counters.queries++;
+    const window = await readWindow(db, t, s.floorId ?? 0n, types, this.window, args.now ?? null);
+    const picks =
+      window.nowUs === null ? [] : pickWindow(window.rows, limit, window.nowUs, this.o.boostIntervalMs);
+    const targets: SeekTarget[] = s.seekTargets("floored", this.now());
+    if (targets.length === 0 && picks.length === 0) {
+      s.afterFloored(token, targets, window.rows, null, this.now());
+      return { kind: "floored", jobs: [], statements: 1 };
+    }
+    s.counters.queries++;
+    const r = await seekClaim(
+      db,
+      t,
+      args,
+      targets,
+      picks.map((p) => p.id),
+    );
+    s.afterFloored(
+      token,
+      targets,
+      window.rows,
+      { claimed: r.positions, heads: r.heads, limit, nowUs: r.nowUs },
+      this.now(),
+    );
+    return { kind: "floored", jobs: r.jobs, statements: 2 };
+  }
+}

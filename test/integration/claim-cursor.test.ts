@@ -1,0 +1,256 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { JobStore } from "../../src/index.js";
+import { ManualClock } from "../../src/clock.js";
+import { buildNewJob } from "../../src/enqueue-input.js";
+import { CursorClaimer, type CursorClaimerOptions } from "../../src/store/claim-cursor.js";
+import { setupSchema } from "../helpers/pawl.js";
+
+let schema: string;
+let pool: pg.Pool;
+let cleanup: () => Promise<void>;
+/** Setup and assertions go through `raw`; claimers use `store`, whose pool records every statement. */
+let raw: JobStore;
+let store: JobStore;
+const sent: string[] = [];
+
+beforeAll(async () => {
+  ({ schema, pool, cleanup } = await setupSchema("ccur"));
+  raw = new JobStore(pool, schema);
+  const recording = new Proxy(pool, {
+    get(target, prop, receiver) {
+      if (prop === "query") {
+        return (config: pg.QueryConfig | string, values?: unknown[]) => {
+          sent.push(typeof config === "string" ? config : (config.name ?? config.text));
+          return target.query(config, values);
+        };
+      }
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  store = new JobStore(recording, schema);
+  T0 = Math.floor((await raw.databaseTime()).getTime() / 1000) * 1000 - 86_400_000;
+});
+afterAll(() => cleanup());
+
+/** The statements sent since the last call, by short name (cursor_seek_light, cursor_window, ...). */
+function statements(): string[] {
+  const out = sent.splice(0).map((n) => n.replace(`pawl_${schema}_`, ""));
+  return out;
+}
+
+/** A whole second a day before the database's time: rows scheduled around it are due. */
+let T0 = 0;
+const job = (priority: number, runAt: number, type = "a") =>
+  buildNewJob(type, {}, { priority, runAt: new Date(runAt) }, undefined, 1024);
+
+async function reset(): Promise<void> {
+  await pool.query(`TRUNCATE "${schema}".scheduler_job_queue`);
+  sent.length = 0;
+}
+
+function claimer(clock: ManualClock, extra: Partial<CursorClaimerOptions> = {}): CursorClaimer {
+  return new CursorClaimer({
+    store,
+    nodeId: "n",
+    boostIntervalMs: 0,
+    withPayload: false,
+    clock,
+    random: () => 0,
+    ...extra,
+  });
+}
+
+const ids = (jobs: { id: string }[]) => jobs.map((j) => j.id);
+
+describe("claim cursors", () => {
+  it("claims from several priority levels with one seek statement", async () => {
+    await reset();
+    const [a30, b30, a20, b20, a10, b10] = await raw.enqueue([
+      job(30, T0 - 6000),
+      job(30, T0 - 5000),
+      job(20, T0 - 4000),
+      job(20, T0 - 3000),
+      job(10, T0 - 2000),
+      job(10, T0 - 1000),
+    ]);
+    const c = claimer(new ManualClock(0));
+    const first = await c.poll(1, ["a"]);
+    expect(first.kind).toBe("full");
+    expect(ids(first.jobs)).toEqual([a30?.id]);
+    expect(statements()).toEqual(["cursor_full_light"]);
+    // Level 30 is past its claimed row; 20 and 10 (outranked) sit just before their first candidates.
+    expect((c.describe().cursors as { priority: number }[]).map((x) => x.priority)).toEqual([30, 20, 10]);
+    const second = await c.poll(10, ["a"]);
+    expect(second.kind).toBe("seek");
+    expect(statements()).toEqual(["cursor_seek_light"]);
+    expect(ids(second.jobs)).toEqual([b30, a20, b20, a10, b10].map((j) => j?.id));
+  });
+
+  it("keeps microsecond positions: rows sharing a millisecond are neither skipped nor repeated", async () => {
+    await reset();
+    const rows = await raw.enqueue(Array.from({ length: 6 }, () => job(10, T0)));
+    // Same millisecond, different microseconds, in the reverse of id order.
+    await pool.query(
+      `UPDATE "${schema}".scheduler_job_queue SET scheduled_time = $1::timestamptz + (1000 - id) * interval '1 microsecond'`,
+      [new Date(T0)],
+    );
+    const c = claimer(new ManualClock(0));
+    const seen: string[] = [];
+    for (let i = 0; i < 6; i++) seen.push(...ids((await c.poll(1, ["a"])).jobs));
+    expect(seen).toEqual(rows.map((r) => r.id).reverse());
+    expect(c.state.counters.passes.seek).toBe(5);
+  });
+
+  it("clears the cursor of a level whose seek comes back empty and sends nothing until discovery is due", async () => {
+    await reset();
+    await raw.enqueue([job(10, T0 - 2000), job(10, T0 - 1000)]);
+    const clock = new ManualClock(0);
+    const c = claimer(clock);
+    expect((await c.poll(1, ["a"])).kind).toBe("full");
+    expect((await c.poll(5, ["a"])).jobs).toHaveLength(1);
+    statements();
+    const empty = await c.poll(5, ["a"]);
+    expect([empty.kind, empty.jobs.length, statements()]).toEqual(["seek", 0, ["cursor_seek_light"]]);
+    expect(c.describe().cursors).toEqual([]);
+    // New work without a wakeup: polls stay silent until the floored pass is due.
+    const [fresh] = await raw.enqueue([job(10, T0)]);
+    for (let i = 0; i < 5; i++) {
+      clock.advance(100);
+      expect((await c.poll(5, ["a"])).kind).toBe("skip");
+    }
+    expect(statements()).toEqual([]);
+    expect(c.state.counters.skippedPolls).toBe(5);
+    clock.advance(500); // t = 1000: the floored pass is due
+    const found = await c.poll(5, ["a"]);
+    expect(found.kind).toBe("floored");
+    expect(ids(found.jobs)).toEqual([fresh?.id]);
+    expect(statements()).toEqual(["cursor_window", "cursor_seek_light"]);
+  });
+
+  it("runs the floored pass at once after a wakeup", async () => {
+    await reset();
+    const clock = new ManualClock(0);
+    const c = claimer(clock);
+    expect((await c.poll(5, ["a"])).kind).toBe("full");
+    expect((await c.poll(5, ["a"])).kind).toBe("skip");
+    const [fresh] = await raw.enqueue([job(10, T0)]);
+    c.onWakeup();
+    const woke = await c.poll(5, ["a"]);
+    expect([woke.kind, ids(woke.jobs)]).toEqual(["floored", [fresh?.id]]);
+  });
+
+  it("finds a higher-priority arrival below the cursors at the next discovery, ahead of the backlog", async () => {
+    await reset();
+    await raw.enqueue(Array.from({ length: 20 }, (_, i) => job(10, T0 - 60_000 + i)));
+    const clock = new ManualClock(0);
+    const c = claimer(clock);
+    expect((await c.poll(5, ["a"])).kind).toBe("full");
+    // A new priority level, and a same-level row scheduled before the cursor (an old runAt).
+    const [urgent, early] = await raw.enqueue([job(50, T0), job(10, T0 - 3_600_000)]);
+    const seek = await c.poll(5, ["a"]);
+    expect(seek.kind).toBe("seek");
+    expect(seek.jobs.map((j) => j.priority)).toEqual([10, 10, 10, 10, 10]);
+    expect(ids(seek.jobs)).not.toContain(early?.id);
+    clock.advance(1000);
+    const discovery = await c.poll(3, ["a"]);
+    expect(discovery.kind).toBe("floored");
+    // Claim order: the new level first, then the early row (older than every row of its level), then the backlog.
+    expect(ids(discovery.jobs).slice(0, 2)).toEqual([urgent?.id, early?.id]);
+    expect(discovery.jobs[2]?.priority).toBe(10);
+  });
+
+  it("heals an overshoot (a row back to PENDING below the floor and the cursor) with the full pass", async () => {
+    await reset();
+    const rows = await raw.enqueue(Array.from({ length: 10 }, (_, i) => job(10, T0 - 3_600_000 + i)));
+    const clock = new ManualClock(0);
+    const c = claimer(clock);
+    const first = await c.poll(4, ["a"]);
+    expect(ids(first.jobs)).toEqual(rows.slice(0, 4).map((r) => r.id));
+    // A rolled-back claim (or a peer's lost claim): the second row is PENDING again, below the cursor,
+    // at or below the id floor and older than the time floor.
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING' WHERE id = $1`, [
+      rows[1]?.id,
+    ]);
+    const seen: string[] = [];
+    for (let t = 0; t < 9; t++) {
+      clock.advance(1000);
+      const r = await c.poll(10, ["a"]);
+      expect(r.kind).not.toBe("full");
+      seen.push(...ids(r.jobs));
+    }
+    expect(seen).toEqual(rows.slice(4).map((r) => r.id));
+    clock.advance(1000); // t = 10,000: the full pass
+    const healed = await c.poll(10, ["a"]);
+    expect([healed.kind, ids(healed.jobs)]).toEqual(["full", [rows[1]?.id]]);
+    // A caller that knows it made such rows PENDING (a pause resumed) can ask for the full pass at once.
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING' WHERE id = $1`, [
+      rows[2]?.id,
+    ]);
+    c.requestFullPass();
+    const asked = await c.poll(10, ["a"]);
+    expect([asked.kind, ids(asked.jobs)]).toEqual(["full", [rows[2]?.id]]);
+  });
+
+  it("finds a retried job (an old id made due again) through the time floor without a full pass", async () => {
+    await reset();
+    const rows = await raw.enqueue(Array.from({ length: 3 }, (_, i) => job(10, T0 + i)));
+    const clock = new ManualClock(0);
+    const c = claimer(clock);
+    expect((await c.poll(10, ["a"])).jobs).toHaveLength(3);
+    expect((await c.poll(10, ["a"])).jobs).toHaveLength(0); // the empty seek drops the cursor
+    await raw.retry("n", [
+      { id: rows[0]!.id, delayMs: 0, error: { attempt: 1, name: "Error", message: "x" } },
+    ]);
+    clock.advance(1000);
+    const r = await c.poll(10, ["a"]);
+    expect([r.kind, ids(r.jobs)]).toEqual(["floored", [rows[0]?.id]]);
+  });
+
+  it.each([
+    ["one interval back: the boost ties the levels and the older row wins", 0, "old", 1],
+    ["one millisecond short: the higher raw priority wins", 1, "fresh", 0],
+  ])("honours the age boost across levels in a seek (%s)", async (_name, shortMs, winner, boost) => {
+    await reset();
+    const interval = 15 * 60_000;
+    const [seed, fresh, old] = await raw.enqueue([
+      job(11, T0 - 20_000),
+      job(11, T0),
+      job(10, T0 - interval + shortMs),
+    ]);
+    let now = new Date(T0 - 1);
+    const c = claimer(new ManualClock(0), { boostIntervalMs: interval, databaseNow: () => now });
+    // At T0 - 1 ms the seed (11) beats the old row (10, boost 0) and the fresh row is not due yet.
+    const first = await c.poll(1, ["a"]);
+    expect([first.kind, ids(first.jobs)]).toEqual(["full", [seed?.id]]);
+    now = new Date(T0);
+    const second = await c.poll(1, ["a"]);
+    expect(second.kind).toBe("seek");
+    expect(second.jobs.map((j) => [j.id, j.boost])).toEqual([[(winner === "old" ? old : fresh)?.id, boost]]);
+  });
+
+  it("reports its cursors, floors, schedule and counters", async () => {
+    await reset();
+    await raw.enqueue([job(10, T0), job(20, T0)]);
+    const c = claimer(new ManualClock(0));
+    await c.poll(1, ["a"]);
+    const d = c.describe();
+    expect(d).toMatchObject({
+      kind: "cursors",
+      knownLevels: [20, 10],
+      nextDiscoveryAt: 1000,
+      nextFullDiscoveryAt: 10_000,
+      counters: {
+        queries: 1,
+        skippedPolls: 0,
+        passes: { full: 1, floored: 0, seek: 0, skip: 0 },
+        claimed: 1,
+      },
+    });
+    expect((d.cursors as { scheduledTime: string }[])[0]?.scheduledTime).toBe(
+      new Date(T0).toISOString().replace(".000Z", ".000000Z"),
+    );
+    expect((d.floor as { id: string }).id).toMatch(/^\d+$/);
+  });
+});
