@@ -1,0 +1,356 @@
+/**
+ * One node's cluster services, wired together: the heartbeat, the orphan sweep, the recurring scheduler,
+ * the pruner and the clock-skew check, each a class with a runOnce() driven by a thin
+ * {@link PeriodicTask} on the injectable clock, plus the leases they share.
+ *
+ * Lifecycle, as Pawl drives it:
+ * - prepare() (before the node claims anything): compares clocks, makes sure no live process runs under
+ *   this node id, writes the first heartbeat, then recovers the RUNNING rows a previous run of this node
+ *   id left behind (startup cleanup, under the sweep lease).
+ * - start(): the loops. The sweep only runs once this node's heartbeats have succeeded for a whole
+ *   threshold ({@link sweepReady}), so after a database outage no live node is judged before it could beat.
+ * - stopMaintenance() (before the runtime drains) and stop() (after it drained): the heartbeat runs until
+ *   the node's last job is written, so a long graceful drain is never mistaken for a death; then the node
+ *   removes its row.
+ */
+import type pg from "pg";
+import type { Clock } from "../clock.js";
+import type { TypeDefaults } from "../enqueue-input.js";
+import { PawlError } from "../errors.js";
+import { toError, type PawlEventEmitter } from "../events.js";
+import type { Logger } from "../logger.js";
+import type { EnqueuedJob } from "../store/enqueue-jobs.js";
+import { getNode, listNodes, removeNode, type NodeInfo, type NodeStatus } from "../store/node-sql.js";
+import { listLocks, type LockRow } from "../store/lock-sql.js";
+import type { Queryable, Tables } from "../store/sql.js";
+import { createPool } from "../store/pool.js";
+import { sweepReady } from "./cluster-logic.js";
+import type { ResolvedClusterOptions } from "./cluster-options.js";
+import { ClockSkewMonitor, type ClockSkewReading } from "./clock-skew.js";
+import { HeartbeatService, type HeartbeatResult, type LagProbe } from "./heartbeat.js";
+import { LeaseManager } from "./lease.js";
+import { localNodeInfo, newInstanceId, previousRunGone } from "./node-info.js";
+import { OrphanSweeper, type SweepResult } from "./orphan-sweeper.js";
+import { PeriodicTask, sleep, type RunOutcome } from "./periodic.js";
+import { Pruner, type PruneResult } from "./pruner.js";
+import { RecurringScheduler, type RecurringResult } from "./recurring.js";
+import type { RecoveredJob } from "../store/orphan-sql.js";
+
+/** What {@link ClusterServices} is built from. */
+export interface ClusterServicesDeps {
+  pool: pg.Pool;
+  tables: Tables;
+  nodeId: string;
+  concurrency: number;
+  /** The coordinator's transport name, for node_info. */
+  transport: string;
+  options: ResolvedClusterOptions;
+  events: PawlEventEmitter;
+  logger: Logger;
+  clock: Clock;
+  typeDefaults: (type: string) => TypeDefaults | undefined;
+  maxPayloadBytes: number;
+  afterEnqueue?: (jobs: readonly EnqueuedJob[]) => void;
+  /** Replaces the event-loop lag probe (tests). */
+  lag?: LagProbe;
+  /**
+   * When given, heartbeats (and clock readings) get a connection of their own to this database, so they
+   * never queue behind job traffic on a saturated pool. Pawl passes it when it created its pool itself.
+   */
+  heartbeatConnectionString?: string;
+}
+
+/** What prepare() did. */
+export interface PrepareResult {
+  heartbeat: HeartbeatResult;
+  clockSkew: ClockSkewReading;
+  /** Rows of this node id's previous run that were recovered. */
+  recovered: RecoveredJob[];
+}
+
+/** The cluster as one node sees it (see {@link Pawl.cluster}). */
+export interface ClusterView {
+  /** The node asking. */
+  nodeId: string;
+  /** Every node row, with its heartbeat age and whether it is alive by the threshold. */
+  nodes: NodeStatus[];
+  /** The maintenance leases and their holders (`held` false: expired, free to take). */
+  leases: LockRow[];
+  /** This node's latest clock comparison, or null when it has not run (node not started). */
+  clockSkew: ClockSkewReading | null;
+}
+
+// Node ids started in this process, per schema: a second start under the same id is refused at once.
+const liveInProcess = new Set<string>();
+
+/** One node's cluster services. */
+export class ClusterServices {
+  readonly leases: LeaseManager;
+  readonly heartbeat: HeartbeatService;
+  readonly sweeper: OrphanSweeper;
+  readonly recurring: RecurringScheduler;
+  readonly pruner: Pruner;
+  readonly skew: ClockSkewMonitor;
+  /** This run's node info (its `instance` is unique to this start). */
+  readonly info: NodeInfo;
+  private readonly heartbeatLoop: PeriodicTask<HeartbeatResult>;
+  private readonly maintenance: PeriodicTask<unknown>[];
+  private readonly key: string;
+  private registered = false;
+  private started = false;
+  private readonly ownPool: pg.Pool | null;
+
+  constructor(private readonly deps: ClusterServicesDeps) {
+    const { pool, tables, nodeId, options: o, events, logger, clock } = deps;
+    this.info = localNodeInfo(deps.concurrency, deps.transport, newInstanceId());
+    this.ownPool = deps.heartbeatConnectionString
+      ? createPool(deps.heartbeatConnectionString, 1, logger, "pawl-heartbeat")
+      : null;
+    const beatDb = this.ownPool ?? pool;
+    this.key = `${tables.schema}\u0000${nodeId}`;
+    this.leases = new LeaseManager({ db: pool, tables, owner: nodeId, ttlMs: o.leaseTtlMs, clock, events });
+    this.heartbeat = new HeartbeatService({
+      db: beatDb,
+      tables,
+      nodeId,
+      info: this.info,
+      intervalMs: o.heartbeatIntervalMs,
+      clock,
+      events,
+      logger,
+      ...(deps.lag ? { lag: deps.lag } : {}),
+    });
+    this.sweeper = new OrphanSweeper({
+      pool,
+      tables,
+      nodeId,
+      thresholdMs: o.deadNodeThresholdMs,
+      nodeRetentionMs: o.nodeRetentionMs,
+      leases: this.leases,
+      clock,
+      events,
+      logger,
+    });
+    this.recurring = new RecurringScheduler({
+      pool,
+      tables,
+      leases: this.leases,
+      clock,
+      events,
+      logger,
+      typeDefaults: deps.typeDefaults,
+      maxPayloadBytes: deps.maxPayloadBytes,
+      ...(deps.afterEnqueue ? { afterEnqueue: deps.afterEnqueue } : {}),
+    });
+    this.pruner = new Pruner({
+      db: pool,
+      tables,
+      leases: this.leases,
+      clock,
+      events,
+      logger,
+      succeededRetentionMs: o.succeededRetentionMs,
+      canceledRetentionMs: o.canceledRetentionMs,
+      deadRetentionMs: o.deadRetentionMs,
+      batchSize: o.pruneBatchSize,
+    });
+    this.skew = new ClockSkewMonitor({
+      db: beatDb,
+      tables,
+      warnMs: o.clockSkewWarnMs,
+      clock,
+      events,
+      logger,
+    });
+
+    const report = (where: string) => (error: unknown) => {
+      logger.warn(`${where} failed; retrying`, { error: String(error) });
+      events.emit("error", { where, error: toError(error) });
+    };
+    this.heartbeatLoop = new PeriodicTask<HeartbeatResult>({
+      clock,
+      run: () => this.heartbeat.runOnce(),
+      nextDelay: (r) => (r.ok ? r.result.nextDelayMs : this.heartbeat.failureDelayMs()),
+      onError: report("cluster heartbeat"),
+    });
+    const sweep = new PeriodicTask<SweepResult | null>({
+      clock,
+      run: () =>
+        sweepReady(this.heartbeat.healthySince, clock.now(), o.deadNodeThresholdMs)
+          ? this.sweeper.runOnce()
+          : Promise.resolve(null),
+      nextDelay: () => o.orphanSweepIntervalMs,
+      onError: report("orphan sweep"),
+    });
+    const recurring = new PeriodicTask<RecurringResult>({
+      clock,
+      run: () => this.recurring.runOnce(),
+      nextDelay: (r) => recurringDelay(r, o.recurringCheckIntervalMs),
+      onError: report("recurring scheduler"),
+    });
+    const prune = new PeriodicTask<PruneResult>({
+      clock,
+      run: () => this.pruner.runOnce(),
+      nextDelay: (r) => (r.ok && r.result.more ? Math.min(1000, o.pruneIntervalMs) : o.pruneIntervalMs),
+      onError: report("pruner"),
+    });
+    const skew = new PeriodicTask<ClockSkewReading>({
+      clock,
+      run: () => this.skew.runOnce(),
+      nextDelay: () => o.clockSkewCheckIntervalMs,
+      onError: report("clock skew check"),
+    });
+    this.maintenance = [sweep, recurring, prune, skew] as PeriodicTask<unknown>[];
+  }
+
+  /** The resolved options. */
+  get options(): ResolvedClusterOptions {
+    return this.deps.options;
+  }
+
+  /**
+   * Joins the cluster before the node claims anything: clock check, duplicate-id check, first heartbeat,
+   * startup cleanup of this node id's previous run.
+   *
+   * @throws PawlError `INVALID_STATE` when a live node (in this process, or one that keeps beating)
+   *   already runs under this node id; database errors as they come.
+   */
+  async prepare(): Promise<PrepareResult> {
+    const { nodeId } = this.deps;
+    if (liveInProcess.has(this.key)) {
+      throw new PawlError(
+        "INVALID_STATE",
+        `node id ${JSON.stringify(nodeId)} is already running in this process`,
+      );
+    }
+    liveInProcess.add(this.key);
+    this.registered = true;
+    try {
+      const clockSkew = await this.skew.runOnce();
+      await this.waitForPreviousRun();
+      const heartbeat = await this.heartbeat.runOnce();
+      const recovered = await this.sweeper.recoverPreviousRun(
+        heartbeat.heartbeatAt,
+        this.deps.options.leaseTtlMs + 1000,
+      );
+      return { heartbeat, clockSkew, recovered };
+    } catch (error) {
+      this.unregister();
+      await this.ownPool?.end().catch(() => {});
+      throw error;
+    }
+  }
+
+  /**
+   * A row under this node id that still beats belongs to a previous run that died moments ago, or to a
+   * live duplicate. A previous run on this host whose process is gone is certain; otherwise wait until the
+   * row goes stale (at most a threshold), and refuse to start if it keeps beating.
+   */
+  private async waitForPreviousRun(): Promise<void> {
+    const { pool, tables, nodeId, clock, logger, options: o } = this.deps;
+    const giveUpAt = clock.now() + o.deadNodeThresholdMs + o.heartbeatIntervalMs;
+    let warned = false;
+    for (;;) {
+      const { node, databaseTime } = await getNode(pool, tables, nodeId);
+      if (!node || node.info.instance === this.info.instance || node.info.deadAt !== undefined) return;
+      const ageMs = databaseTime.getTime() - node.heartbeatAt.getTime();
+      if (ageMs >= o.deadNodeThresholdMs || previousRunGone(node.info, this.info)) return;
+      if (clock.now() >= giveUpAt) {
+        throw new PawlError(
+          "INVALID_STATE",
+          `node id ${JSON.stringify(nodeId)} is in use by a live node (host ${node.info.host}, pid ${node.info.pid}): give each node its own id`,
+        );
+      }
+      if (!warned) {
+        warned = true;
+        logger.warn("another run of this node id beat recently; waiting for its heartbeat to go stale", {
+          host: node.info.host,
+          pid: node.info.pid,
+        });
+      }
+      await sleep(clock, Math.min(o.heartbeatIntervalMs, 500));
+    }
+  }
+
+  /** Starts the loops (after prepare()). Idempotent. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    const o = this.deps.options;
+    this.heartbeat.startProbe();
+    this.heartbeatLoop.start(this.heartbeat.lastBeat?.nextDelayMs ?? o.heartbeatIntervalMs);
+    const [sweep, recurring, prune, skew] = this.maintenance as [
+      PeriodicTask<unknown>,
+      PeriodicTask<unknown>,
+      PeriodicTask<unknown>,
+      PeriodicTask<unknown>,
+    ];
+    sweep.start(o.orphanSweepIntervalMs);
+    recurring.start(0);
+    prune.start(Math.min(o.pruneIntervalMs, 10_000));
+    skew.start(o.clockSkewCheckIntervalMs);
+  }
+
+  /** Wakes the recurring scheduler now (a schedule was just registered, say). */
+  triggerRecurring(): void {
+    this.maintenance[1]?.trigger();
+  }
+
+  /** Stops the sweep, scheduler, pruner and skew loops, waiting for passes in flight. The heartbeat goes on. */
+  async stopMaintenance(): Promise<void> {
+    await Promise.all(this.maintenance.map((loop) => loop.stop()));
+  }
+
+  /** Stops everything and leaves the cluster (this run's row is deleted). Idempotent. */
+  async stop(): Promise<void> {
+    await this.stopMaintenance();
+    await this.heartbeatLoop.stop();
+    this.heartbeat.stopProbe();
+    if (this.started || this.registered) {
+      await removeNode(this.deps.pool, this.deps.tables, this.deps.nodeId, this.info.instance).catch(
+        (error: unknown) =>
+          this.deps.logger.warn("could not remove this node's row; it will expire", { error: String(error) }),
+      );
+    }
+    this.started = false;
+    this.unregister();
+    await this.ownPool?.end().catch(() => {});
+  }
+
+  /** The cluster as seen from here. */
+  view(): Promise<ClusterView> {
+    return readClusterView(
+      this.deps.pool,
+      this.deps.tables,
+      this.deps.nodeId,
+      this.deps.options.deadNodeThresholdMs,
+      this.skew.reading,
+    );
+  }
+
+  private unregister(): void {
+    if (!this.registered) return;
+    this.registered = false;
+    liveInProcess.delete(this.key);
+  }
+}
+
+/** Reads nodes and leases (no services needed: works on a node that was never started). */
+export async function readClusterView(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  thresholdMs: number,
+  clockSkew: ClockSkewReading | null,
+): Promise<ClusterView> {
+  const [nodes, leases] = await Promise.all([listNodes(db, t, thresholdMs), listLocks(db, t)]);
+  return { nodeId, nodes, leases, clockSkew };
+}
+
+/** The wait before the next recurring check: up to the next fire, within [10 ms, the interval]. */
+export function recurringDelay(r: RunOutcome<RecurringResult>, intervalMs: number): number {
+  if (!r.ok || r.result.nextDueInMs === null) return intervalMs;
+  // Overdue while another node held the lease: look again shortly, it is usually done by then.
+  if (r.result.nextDueInMs <= 0) return Math.min(250, intervalMs);
+  return Math.max(10, Math.min(intervalMs, r.result.nextDueInMs + 10));
+}

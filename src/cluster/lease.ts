@@ -1,0 +1,195 @@
+/**
+ * Leases for the cluster's singleton work, on scheduler_lock. A node takes a named lease for a TTL (by
+ * the database's clock), does its work while the lease is valid by its own conservative local deadline,
+ * and gives it back; a crashed holder's lease expires on its own. One manager per node also refuses a
+ * second local holder of the same name, so two passes of a service in one process never overlap either.
+ *
+ * Leases make maintenance cheap (one node works, the others skip); the maintenance statements are
+ * themselves safe to run twice, so an overlap after a lost lease costs time, never correctness.
+ */
+import type { Clock } from "../clock.js";
+import type { PawlEventEmitter } from "../events.js";
+import type { Queryable, Tables } from "../store/sql.js";
+import {
+  acquireLock,
+  listLocks,
+  releaseLock,
+  renewLock,
+  type LockGrant,
+  type LockRow,
+} from "../store/lock-sql.js";
+import { leaseDeadline } from "./cluster-logic.js";
+
+/** The lease names pawl's services use. */
+export const leaseNames = {
+  orphanSweep: "pawl:orphan-sweep",
+  prune: "pawl:prune",
+  recurring: "pawl:recurring",
+} as const;
+
+/** What a {@link LeaseManager} works with. */
+export interface LeaseManagerDeps {
+  db: Queryable;
+  tables: Tables;
+  /** The owner written into scheduler_lock: this node's id. */
+  owner: string;
+  ttlMs: number;
+  clock: Clock;
+  events: PawlEventEmitter;
+}
+
+/** A held lease. */
+export class Lease {
+  private lost = false;
+  private released = false;
+
+  constructor(
+    private readonly manager: LeaseManager,
+    /** The lease's name. */
+    readonly name: string,
+    /** The grant as the database recorded it. */
+    public grant: LockGrant,
+    /** The local time by which the holder must stop (see {@link leaseDeadline}). */
+    public deadline: number,
+  ) {}
+
+  /** Whether the holder may still act: not released, not lost, and before the local deadline. */
+  valid(): boolean {
+    return !this.lost && !this.released && this.manager.clock.now() < this.deadline;
+  }
+
+  /** Extends the lease by the TTL; false (and the lease is lost) when it had expired or was taken. */
+  async renew(now: Date | null = null): Promise<boolean> {
+    if (this.lost || this.released) return false;
+    const sent = this.manager.clock.now();
+    const grant = await renewLock(
+      this.manager.db,
+      this.manager.tables,
+      this.name,
+      this.manager.owner,
+      this.manager.ttlMs,
+      now,
+    );
+    if (!grant) {
+      this.markLost("renewal refused");
+      return false;
+    }
+    this.grant = grant;
+    this.deadline = leaseDeadline(sent, this.manager.ttlMs);
+    return true;
+  }
+
+  /** Gives the lease back. Idempotent; a failure only leaves it to expire. */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.manager.forget(this.name);
+    if (this.lost) return;
+    await releaseLock(this.manager.db, this.manager.tables, this.name, this.manager.owner).catch(() => false);
+  }
+
+  /** @internal */
+  markLost(reason: string): void {
+    if (this.lost) return;
+    this.lost = true;
+    this.manager.events.emit("cluster:lease-lost", { name: this.name, nodeId: this.manager.owner, reason });
+  }
+}
+
+/** Acquires and tracks this node's leases. */
+export class LeaseManager {
+  private readonly local = new Set<string>();
+
+  constructor(private readonly deps: LeaseManagerDeps) {}
+
+  /** @internal */
+  get db(): Queryable {
+    return this.deps.db;
+  }
+  /** @internal */
+  get tables(): Tables {
+    return this.deps.tables;
+  }
+  /** This node's id, the owner of its leases. */
+  get owner(): string {
+    return this.deps.owner;
+  }
+  /** The lease TTL (ms). */
+  get ttlMs(): number {
+    return this.deps.ttlMs;
+  }
+  /** @internal */
+  get clock(): Clock {
+    return this.deps.clock;
+  }
+  /** @internal */
+  get events(): PawlEventEmitter {
+    return this.deps.events;
+  }
+
+  /**
+   * Takes `name` if no other node holds it (and no other pass of this process does). Returns the lease,
+   * or null when it is held elsewhere. `now` overrides the database's time (tests).
+   */
+  async acquire(name: string, now: Date | null = null): Promise<Lease | null> {
+    if (this.local.has(name)) return null;
+    this.local.add(name);
+    try {
+      const sent = this.deps.clock.now();
+      const grant = await acquireLock(
+        this.deps.db,
+        this.deps.tables,
+        name,
+        this.deps.owner,
+        this.deps.ttlMs,
+        now,
+      );
+      if (!grant) {
+        this.local.delete(name);
+        return null;
+      }
+      this.deps.events.emit("cluster:lease-acquired", {
+        name,
+        nodeId: this.deps.owner,
+        expiresAt: grant.expiresAt,
+      });
+      return new Lease(this, name, grant, leaseDeadline(sent, this.deps.ttlMs));
+    } catch (error) {
+      this.local.delete(name);
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `fn` under the lease `name` and releases it afterwards. Resolves `{ acquired: false }` without
+   * running `fn` when another node holds it.
+   *
+   * @example
+   * ```ts
+   * const r = await leases.withLease("pawl:prune", async (lease) => { while (lease.valid()) ... });
+   * ```
+   */
+  async withLease<R>(
+    name: string,
+    fn: (lease: Lease) => Promise<R>,
+    now: Date | null = null,
+  ): Promise<{ acquired: true; value: R } | { acquired: false }> {
+    const lease = await this.acquire(name, now);
+    if (!lease) return { acquired: false };
+    try {
+      return { acquired: true, value: await fn(lease) };
+    } finally {
+      await lease.release();
+    }
+  }
+
+  /** Every lease row in the schema. */
+  list(now: Date | null = null): Promise<LockRow[]> {
+    return listLocks(this.deps.db, this.deps.tables, now);
+  }
+
+  /** @internal */
+  forget(name: string): void {
+    this.local.delete(name);
+  }
+}

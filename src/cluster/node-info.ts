@@ -1,0 +1,65 @@
+/**
+ * What a node writes into scheduler_node.node_info: pawl's version, the host, the pid, its concurrency
+ * and transport, and a random instance id per run (which tells a restarted node id from the run before).
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { NodeInfo } from "../store/node-sql.js";
+
+let cachedVersion: string | undefined;
+
+/** pawl's version, from the package.json above this file (src/ under tsx, dist/src/ when built). */
+export function pawlVersion(): string {
+  if (cachedVersion !== undefined) return cachedVersion;
+  cachedVersion = "unknown";
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const file = join(dir, "package.json");
+    if (existsSync(file)) {
+      try {
+        const pkg = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version?: string };
+        if (pkg.name === "pawl" && typeof pkg.version === "string") {
+          cachedVersion = pkg.version;
+          break;
+        }
+      } catch {
+        // An unreadable package.json further up is not ours; keep looking.
+      }
+    }
+    dir = dirname(dir);
+  }
+  return cachedVersion;
+}
+
+/** A fresh instance id. */
+export function newInstanceId(): string {
+  return randomBytes(8).toString("hex");
+}
+
+/** This process's node info. */
+export function localNodeInfo(concurrency: number, coordinator: string, instance: string): NodeInfo {
+  return { version: pawlVersion(), host: hostname(), pid: process.pid, concurrency, coordinator, instance };
+}
+
+/** Whether a process with this pid exists on this host (a permission error means it does). */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Whether the run recorded in `previous` is certainly gone, judged from this process: it ran on this host
+ * and its pid is ours (the pid cannot belong to two live processes) or no longer exists.
+ */
+export function previousRunGone(previous: NodeInfo, self: NodeInfo): boolean {
+  if (previous.host !== self.host) return false;
+  return previous.pid === self.pid || !pidAlive(previous.pid);
+}

@@ -1,0 +1,188 @@
+/**
+ * Failure detection and orphan recovery. One pass, under the `pawl:orphan-sweep` lease:
+ *
+ * 1. RUNNING jobs of dead nodes go back to PENDING (or DEAD on their last attempt) with the lost attempt
+ *    recorded as a `NodeLostError`, in batches ({@link recoverOrphans}).
+ * 2. Jobs held by node ids with no row at all free those ids' permits.
+ * 3. Stale nodes lose their resource permits and new ones are marked dead, reported once as
+ *    `cluster:node-dead` ({@link reapDeadNodes}).
+ * 4. Node rows past the retention are deleted.
+ *
+ * The same recovery serves the startup cleanup: before a node claims anything, the RUNNING rows its node
+ * id holds from a previous run are recovered ({@link OrphanSweeper.recoverPreviousRun}).
+ *
+ * A live node never loses its jobs: only rows whose node's heartbeat is older than the threshold (or whose
+ * node has no row and which were picked more than a threshold ago) qualify, re-checked under row locks;
+ * and a node's own outcome writes only land on rows still RUNNING under its id, so a recovered row is never
+ * overwritten by the node that lost it.
+ */
+import type pg from "pg";
+import type { Clock } from "../clock.js";
+import type { PawlEventEmitter } from "../events.js";
+import type { Logger } from "../logger.js";
+import type { Tables } from "../store/sql.js";
+import { releaseNodePermits } from "../store/permits.js";
+import { deleteExpiredNodes, missingNodes, reapDeadNodes, type DeadNode } from "../store/node-sql.js";
+import { recoverNodeRows, recoverOrphans, type RecoveredJob } from "../store/orphan-sql.js";
+import { leaseNames, type Lease, type LeaseManager } from "./lease.js";
+
+/** What one sweep did. */
+export interface SweepResult {
+  /** False when another node held the lease (nothing was done). */
+  ran: boolean;
+  /** Jobs recovered, in the order they were. */
+  recovered: RecoveredJob[];
+  /** Nodes whose heartbeat is past the threshold (new ones have `newlyDead`). */
+  deadNodes: DeadNode[];
+  /** Permits freed (of dead nodes and of unknown node ids). */
+  permitsFreed: number;
+  /** Node rows deleted after the retention. */
+  nodesDeleted: string[];
+  /** Whether the lease ran out before the pass finished (the rest waits for the next pass). */
+  incomplete: boolean;
+  durationMs: number;
+}
+
+/** What an {@link OrphanSweeper} works with. */
+export interface OrphanSweeperDeps {
+  pool: pg.Pool;
+  tables: Tables;
+  nodeId: string;
+  thresholdMs: number;
+  nodeRetentionMs: number;
+  leases: LeaseManager;
+  clock: Clock;
+  events: PawlEventEmitter;
+  logger: Logger;
+  /** Rows recovered per statement. Default 1000. */
+  batchSize?: number;
+}
+
+/** Recovers the jobs of dead nodes. */
+export class OrphanSweeper {
+  private readonly batch: number;
+
+  constructor(private readonly deps: OrphanSweeperDeps) {
+    this.batch = deps.batchSize ?? 1000;
+  }
+
+  /** One sweep, under the lease. `now` overrides the database's time (tests). */
+  async runOnce(now: Date | null = null): Promise<SweepResult> {
+    const started = this.deps.clock.now();
+    const outcome = await this.deps.leases.withLease(
+      leaseNames.orphanSweep,
+      (lease) => this.sweep(lease, now),
+      now,
+    );
+    if (!outcome.acquired) {
+      return {
+        ran: false,
+        recovered: [],
+        deadNodes: [],
+        permitsFreed: 0,
+        nodesDeleted: [],
+        incomplete: false,
+        durationMs: 0,
+      };
+    }
+    return { ...outcome.value, durationMs: this.deps.clock.now() - started };
+  }
+
+  private async sweep(lease: Lease, now: Date | null): Promise<Omit<SweepResult, "durationMs">> {
+    const { pool, tables: t, thresholdMs, events, logger, nodeId } = this.deps;
+    const recovered: RecoveredJob[] = [];
+    let incomplete = false;
+    for (;;) {
+      if (!lease.valid()) {
+        incomplete = true;
+        break;
+      }
+      const batch = await recoverOrphans(pool, t, thresholdMs, this.batch, now);
+      recovered.push(...batch);
+      if (batch.length < this.batch) break;
+    }
+    let permitsFreed = 0;
+    // Node ids without a row hold no permit rows we could find through reapDeadNodes: free them here.
+    const unknown = new Set(recovered.map((j) => j.nodeId));
+    const deadNodes = incomplete ? [] : await reapDeadNodes(pool, t, thresholdMs, now);
+    for (const d of deadNodes) {
+      unknown.delete(d.nodeId);
+      permitsFreed += d.permitsFreed;
+    }
+    for (const id of await missingNodes(pool, t, [...unknown]))
+      permitsFreed += await releaseNodePermits(pool, t, id);
+    const nodesDeleted =
+      incomplete || !lease.valid() ? [] : await deleteExpiredNodes(pool, t, this.deps.nodeRetentionMs, now);
+    if (recovered.length > 0) {
+      logger.warn("recovered jobs of dead nodes", {
+        jobs: recovered.length,
+        nodes: [...new Set(recovered.map((j) => j.nodeId))],
+      });
+      events.emit("cluster:orphans-recovered", {
+        sweeper: nodeId,
+        startup: false,
+        jobs: recovered.map(eventJob),
+      });
+    }
+    for (const d of deadNodes) {
+      if (!d.newlyDead) continue;
+      logger.warn("node declared dead: no heartbeat within the threshold", {
+        deadNode: d.nodeId,
+        lastHeartbeat: d.heartbeatAt,
+      });
+      events.emit("cluster:node-dead", {
+        nodeId: d.nodeId,
+        lastHeartbeat: d.heartbeatAt,
+        detectedBy: nodeId,
+      });
+    }
+    return { ran: true, recovered, deadNodes, permitsFreed, nodesDeleted, incomplete };
+  }
+
+  /**
+   * Startup cleanup: recovers the RUNNING rows this node id picked before `before` (a previous run that
+   * crashed), and frees the permits it held. Runs under the sweep lease, waiting for it up to `waitMs`.
+   * The caller guarantees no live process runs under this node id.
+   */
+  async recoverPreviousRun(before: Date, waitMs: number, now: Date | null = null): Promise<RecoveredJob[]> {
+    const { pool, tables: t, nodeId, clock, events, logger, leases } = this.deps;
+    const deadline = clock.now() + waitMs;
+    for (;;) {
+      const outcome = await leases.withLease(
+        leaseNames.orphanSweep,
+        async () => {
+          const recovered: RecoveredJob[] = [];
+          for (;;) {
+            const batch = await recoverNodeRows(pool, t, nodeId, before, this.batch, now);
+            recovered.push(...batch);
+            if (batch.length < this.batch) break;
+          }
+          await releaseNodePermits(pool, t, nodeId);
+          return recovered;
+        },
+        now,
+      );
+      if (outcome.acquired) {
+        if (outcome.value.length > 0) {
+          logger.warn("recovered jobs of this node id's previous run", { jobs: outcome.value.length });
+          events.emit("cluster:orphans-recovered", {
+            sweeper: nodeId,
+            startup: true,
+            jobs: outcome.value.map(eventJob),
+          });
+        }
+        return outcome.value;
+      }
+      if (clock.now() >= deadline) {
+        throw new Error(
+          `pawl: the ${leaseNames.orphanSweep} lease stayed held for ${waitMs} ms; startup cleanup gave up`,
+        );
+      }
+      await new Promise<void>((resolve) => clock.setTimeout(() => resolve(), 100));
+    }
+  }
+}
+
+function eventJob(j: RecoveredJob) {
+  return { id: j.id, type: j.type, nodeId: j.nodeId, attempt: j.attempt, status: j.status };
+}

@@ -1,0 +1,114 @@
+/**
+ * Pruning: finished jobs leave the hot table after their retention, SUCCEEDED and CANCELED after a short
+ * one (a day by default), DEAD after a longer one (14 days), so the claim path stays fast. One pass, under
+ * the `pawl:prune` lease, deletes in batches of `pruneBatchSize` rows, one short statement each, until a
+ * batch comes back short, the pass's batch budget is spent, or the lease's deadline is near.
+ */
+import type { Clock } from "../clock.js";
+import type { PawlEventEmitter } from "../events.js";
+import type { Logger } from "../logger.js";
+import { pruneBatch, type PrunableStatus } from "../store/prune-sql.js";
+import type { Queryable, Tables } from "../store/sql.js";
+import { leaseNames, type Lease, type LeaseManager } from "./lease.js";
+
+/** What one pruning pass did. */
+export interface PruneResult {
+  /** False when another node held the lease. */
+  ran: boolean;
+  succeeded: number;
+  canceled: number;
+  dead: number;
+  /** DELETE statements run. */
+  batches: number;
+  /** Whether rows past their retention may remain (the budget or the lease ran out). */
+  more: boolean;
+  durationMs: number;
+}
+
+/** Retentions (ms) and batching. */
+export interface PruneSettings {
+  succeededRetentionMs: number;
+  canceledRetentionMs: number;
+  deadRetentionMs: number;
+  batchSize: number;
+  /** Statements per pass at most. Default 100. */
+  maxBatches?: number;
+}
+
+/** What a {@link Pruner} works with. */
+export interface PrunerDeps extends PruneSettings {
+  db: Queryable;
+  tables: Tables;
+  leases: LeaseManager;
+  clock: Clock;
+  events: PawlEventEmitter;
+  logger: Logger;
+}
+
+/** Deletes old finished jobs. */
+export class Pruner {
+  constructor(private readonly deps: PrunerDeps) {}
+
+  /** One pass under the lease. `now` overrides the database's time (tests). */
+  async runOnce(now: Date | null = null): Promise<PruneResult> {
+    const started = this.deps.clock.now();
+    const outcome = await this.deps.leases.withLease(
+      leaseNames.prune,
+      (lease) => this.prune(lease, now),
+      now,
+    );
+    const durationMs = this.deps.clock.now() - started;
+    if (!outcome.acquired)
+      return { ran: false, succeeded: 0, canceled: 0, dead: 0, batches: 0, more: false, durationMs };
+    const r = { ...outcome.value, durationMs };
+    if (r.batches > 0 && r.succeeded + r.canceled + r.dead > 0) {
+      this.deps.logger.debug("pruned finished jobs", {
+        succeeded: r.succeeded,
+        canceled: r.canceled,
+        dead: r.dead,
+      });
+    }
+    this.deps.events.emit("prune:done", {
+      succeeded: r.succeeded,
+      canceled: r.canceled,
+      dead: r.dead,
+      batches: r.batches,
+      durationMs,
+    });
+    return r;
+  }
+
+  private async prune(lease: Lease, now: Date | null): Promise<Omit<PruneResult, "durationMs">> {
+    const d = this.deps;
+    const budget = d.maxBatches ?? 100;
+    const counts: Record<PrunableStatus, number> = { SUCCEEDED: 0, CANCELED: 0, DEAD: 0 };
+    const retention: Record<PrunableStatus, number> = {
+      SUCCEEDED: d.succeededRetentionMs,
+      CANCELED: d.canceledRetentionMs,
+      DEAD: d.deadRetentionMs,
+    };
+    let batches = 0;
+    let more = false;
+    for (const status of ["SUCCEEDED", "CANCELED", "DEAD"] as const) {
+      for (;;) {
+        if (batches >= budget || !lease.valid()) {
+          more = true;
+          break;
+        }
+        const n = await pruneBatch(d.db, d.tables, status, retention[status], d.batchSize, now);
+        batches++;
+        counts[status] += n;
+        if (n < d.batchSize) break;
+      }
+      if (more) break;
+    }
+    return {
+      ran: true,
+      succeeded: counts.SUCCEEDED,
+      canceled: counts.CANCELED,
+      dead: counts.DEAD,
+      batches,
+      more,
+    };
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * Orphan recovery on scheduler_job_queue: RUNNING rows whose node stopped beating go back to PENDING,
+ * the attempt counted as failed with a `NodeLostError` (or DEAD when it was the last attempt), so a job
+ * that keeps killing nodes ends in the dead letter queue instead of looping. A recovered job keeps its
+ * scheduled time: it was due when it was claimed, so it is due at once and keeps its place in line (ahead
+ * of a backlog enqueued after it) instead of waiting behind everything enqueued since.
+ *
+ * Only rows of dead nodes are touched: a row qualifies when its node's heartbeat is older than the
+ * threshold, or when its node has no row at all and the row was picked longer than a threshold ago. The
+ * node rows are locked (FOR UPDATE) while the statement runs, so a heartbeat landing at the same moment
+ * either commits first, and its node is no longer stale when its row is re-checked under the lock, or waits
+ * until the recovery committed. The job rows are taken with SKIP LOCKED: a row whose outcome is being
+ * written right now is left to the next sweep, by which time it is usually no longer RUNNING.
+ */
+import { named, type Queryable, type Tables } from "./sql.js";
+
+/** A job recovered from a dead node. */
+export interface RecoveredJob {
+  id: string;
+  type: string;
+  queue: string;
+  priority: number;
+  /** The attempt that was lost (it counts as failed). */
+  attempt: number;
+  maxAttempts: number;
+  /** PENDING (due at once) or DEAD (that was its last attempt). */
+  status: "PENDING" | "DEAD";
+  /** The node that held it. */
+  nodeId: string;
+}
+
+interface RecoveredRow {
+  id: string;
+  type: string;
+  queue: string;
+  priority: number;
+  attempts: number;
+  max_attempts: number;
+  status: "PENDING" | "DEAD";
+  node_id: string;
+}
+
+/** The error name recorded for an attempt lost with its node. */
+export const nodeLostErrorName = "NodeLostError";
+
+const keepErrors = 20;
+
+/** The UPDATE that recovers the rows selected by the CTE `orphans(id, picked_by)`; `$now` is the override. */
+function recoverSql(t: Tables, orphans: string, now: string): string {
+  const last = "j.attempts >= j.max_attempts";
+  const err =
+    `jsonb_build_object('attempt', j.attempts, 'name', '${nodeLostErrorName}', ` +
+    `'message', 'node ' || o.picked_by || ' lost', 'at', ${now})`;
+  return `
+    ${orphans}
+    UPDATE ${t.jobs} j
+    SET status = CASE WHEN ${last} THEN 'DEAD' ELSE 'PENDING' END,
+        finished_at = CASE WHEN ${last} THEN ${now} ELSE NULL END,
+        errors = (CASE WHEN jsonb_array_length(j.errors) >= ${keepErrors} THEN j.errors - 0 ELSE j.errors END)
+                 || jsonb_build_array(${err}),
+        picked_by = NULL, picked_at = NULL, updated_at = now()
+    FROM orphans o
+    WHERE j.id = o.id
+    RETURNING j.id, j.type, j.queue, j.priority, j.attempts, j.max_attempts, j.status, o.picked_by AS node_id`;
+}
+
+const toRecovered = (r: RecoveredRow): RecoveredJob => ({
+  id: r.id,
+  type: r.type,
+  queue: r.queue,
+  priority: r.priority,
+  attempt: r.attempts,
+  maxAttempts: r.max_attempts,
+  status: r.status,
+  nodeId: r.node_id,
+});
+
+/**
+ * Recovers up to `limit` RUNNING rows held by dead nodes (heartbeat older than `thresholdMs`, or no node
+ * row and picked more than `thresholdMs` ago). Call again while it returns `limit` rows.
+ */
+export async function recoverOrphans(
+  db: Queryable,
+  t: Tables,
+  thresholdMs: number,
+  limit: number,
+  now: Date | null = null,
+): Promise<RecoveredJob[]> {
+  const n = "coalesce($3::timestamptz, now())";
+  const cutoff = `${n} - $1::bigint * interval '1 millisecond'`;
+  const orphans = `
+    WITH stale AS (
+      SELECT node_id FROM ${t.nodes} WHERE heartbeat_ts < ${cutoff} FOR UPDATE
+    ),
+    orphans AS (
+      SELECT j.id, j.picked_by FROM ${t.jobs} j
+      WHERE j.status = 'RUNNING'
+        AND (j.picked_by IN (SELECT node_id FROM stale)
+             OR (j.picked_at < ${cutoff}
+                 AND NOT EXISTS (SELECT 1 FROM ${t.nodes} x WHERE x.node_id = j.picked_by)))
+      ORDER BY j.id
+      LIMIT $2
+      FOR UPDATE OF j SKIP LOCKED
+    )`;
+  const res = await db.query<RecoveredRow>(
+    named(t, "orphan_recover", recoverSql(t, orphans, n))([thresholdMs, limit, now]),
+  );
+  return res.rows.map(toRecovered);
+}
+
+/**
+ * Startup cleanup: recovers up to `limit` RUNNING rows that `nodeId` picked before `before` (a previous
+ * run of this node id that crashed or was killed). The caller makes sure no live process holds them.
+ */
+export async function recoverNodeRows(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  before: Date,
+  limit: number,
+  now: Date | null = null,
+): Promise<RecoveredJob[]> {
+  const n = "coalesce($4::timestamptz, now())";
+  const orphans = `
+    WITH orphans AS (
+      SELECT j.id, j.picked_by FROM ${t.jobs} j
+      WHERE j.status = 'RUNNING' AND j.picked_by = $1 AND j.picked_at < $2::timestamptz
+      ORDER BY j.id
+      LIMIT $3
+      FOR UPDATE OF j SKIP LOCKED
+    )`;
+  const res = await db.query<RecoveredRow>(
+    named(t, "orphan_recover_own", recoverSql(t, orphans, n))([nodeId, before, limit, now]),
+  );
+  return res.rows.map(toRecovered);
+}

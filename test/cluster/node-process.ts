@@ -1,0 +1,85 @@
+/**
+ * One pawl node as its own process, for the multi-process cluster tests (run with node_modules/.bin/tsx).
+ *
+ * Its handler for `work` jobs waits `payload.sleepMs`, then records the execution (job id, node id,
+ * attempt) in `<schema>.executions`, and returns. It prints one JSON line per lifecycle step on stdout
+ * (`ready` with the pid to signal, `stopped`), and exits 0 after a graceful stop on SIGTERM. An unhandled
+ * rejection or uncaught exception is printed as a `fatal` line on stderr and exits 70, so a test can tell
+ * a crash from a clean exit.
+ *
+ * Environment: DATABASE_URL, PAWL_SCHEMA, PAWL_NODE_ID, PAWL_CONCURRENCY (read by createPawl), and
+ * NODE_OPTIONS_JSON: extra createPawl options plus `graceMs` for the stop.
+ */
+import { performance } from "node:perf_hooks";
+import pg from "pg";
+import { consoleLogger, createPawl, type PawlConfig } from "../../src/index.js";
+
+const fatal = (kind: string) => (error: unknown) => {
+  process.stderr.write(
+    JSON.stringify({
+      event: "fatal",
+      kind,
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    }) + "\n",
+  );
+  process.exit(70);
+};
+process.on("unhandledRejection", fatal("unhandledRejection"));
+process.on("uncaughtException", fatal("uncaughtException"));
+
+const say = (line: Record<string, unknown>) => process.stdout.write(JSON.stringify(line) + "\n");
+
+const schema = process.env.PAWL_SCHEMA ?? "pawl";
+const { graceMs = 10_000, ...options } = JSON.parse(process.env.NODE_OPTIONS_JSON ?? "{}") as PawlConfig & {
+  graceMs?: number;
+};
+const pawl = createPawl({ logger: consoleLogger("warn"), ...options });
+// Recording is test bookkeeping: asynchronous commit keeps it off the disk's fsync path (a crash of this
+// process never loses a committed row; only a database crash could, and the tests never crash it).
+const records = new pg.Pool({
+  connectionString: pawl.config.connectionString,
+  max: 4,
+  options: "-c synchronous_commit=off",
+});
+records.on("error", () => {});
+
+pawl.register("work", async (payload: { sleepMs?: number }, ctx) => {
+  if (payload.sleepMs) await new Promise((resolve) => setTimeout(resolve, payload.sleepMs));
+  await records.query(`INSERT INTO "${schema}".executions (job_id, node_id, attempt) VALUES ($1, $2, $3)`, [
+    ctx.jobId,
+    ctx.nodeId,
+    ctx.attempt,
+  ]);
+});
+
+let errors = 0;
+pawl.on("error", (e) => {
+  // Database outages produce a stream of these; print the first few of each place.
+  if (++errors <= 20)
+    process.stderr.write(JSON.stringify({ event: "error", where: e.where, error: e.error.message }) + "\n");
+});
+pawl.on("cluster:orphans-recovered", (e) =>
+  say({ event: "orphans-recovered", startup: e.startup, jobs: e.jobs.length }),
+);
+pawl.on("cluster:node-dead", (e) => say({ event: "node-dead", nodeId: e.nodeId }));
+
+// pawl's timers are unref'd, so while the database is unreachable (no open socket) nothing would keep
+// this process alive and it would exit 0 mid-outage: a worker process holds its own handle until stop.
+const keepAlive = setInterval(() => {}, 60_000);
+
+let stopping = false;
+process.on("SIGTERM", () => {
+  if (stopping) return;
+  stopping = true;
+  void (async () => {
+    await pawl.stop({ graceMs });
+    clearInterval(keepAlive);
+    await pawl.close();
+    await records.end();
+    say({ event: "stopped" });
+    process.exit(0);
+  })().catch(fatal("stop"));
+});
+
+await pawl.start();
+say({ event: "ready", pid: process.pid, nodeId: pawl.nodeId, bootMs: Math.round(performance.now()) });
