@@ -1,0 +1,279 @@
+/**
+ * The actor inspector: an opt-in HTTP debug endpoint for a live node.
+ *
+ * - `GET /debug/actors`: the actor tree and the busy slots as JSON (see actor-view.ts).
+ * - `GET /debug/actors/stream`: xstate inspection events as Server-Sent Events, one JSON object per
+ *   `data:` line, sanitised (no payloads unless asked, no functions, no cycles). `?actor=slot-,poller`
+ *   keeps actors whose id starts with one of the prefixes; `?types=event,snapshot` picks the kinds
+ *   (default actor, event, snapshot; also action, microstep).
+ *
+ * Nothing is mounted unless the user mounts {@link Inspector.handler}. With a `token`, every request must
+ * carry it (`Authorization: Bearer <token>` or `?token=`), else 401. Inspection stays cheap: the
+ * inspector subscribes to the actor system only while at least one stream is open, and serialises each
+ * event once for all streams. A stream that cannot keep up drops events (and says how many) rather
+ * than buffer without bound.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { InspectionEvent } from "xstate";
+import type { PawlEventName, PawlEvents } from "../src/index.js";
+import { actorsView, type InspectorSource } from "./actor-view.js";
+import { inspectionKinds, serializeInspectionEvent, type InspectionKind } from "./sanitize.js";
+
+export type { ActorsView, BusySlot, InspectorSource, InspectableRuntime } from "./actor-view.js";
+
+/** Options of {@link createInspector}. */
+export interface InspectorOptions {
+  /** A bearer token every request must carry. Without one the endpoint is open to whoever reaches it. */
+  token?: string;
+  /** Include job payloads and handler results in the views. Default false. */
+  includePayloads?: boolean;
+  /** The path of the tree; the stream is at `<basePath>/stream`. Default `/debug/actors`. */
+  basePath?: string;
+  /** A stream whose unsent output exceeds this many bytes drops events until it drains. Default 1 MiB. */
+  maxBufferedBytes?: number;
+  /** Interval of SSE keep-alive comments (ms). Default 15,000. */
+  keepAliveMs?: number;
+}
+
+/** A request handler in node:http style, also usable as Express/Connect middleware. */
+export type RequestHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next?: (error?: unknown) => void,
+) => void;
+
+/** What {@link createInspector} returns. */
+export interface Inspector {
+  /**
+   * Serves `GET <basePath>` and `GET <basePath>/stream`; any other path goes to `next` (404 without one).
+   * Mount it on a node:http server, or with `app.use(inspector.handler)` in Express.
+   */
+  readonly handler: RequestHandler;
+  /** Open streams. */
+  readonly streams: number;
+  /** Whether the inspector is subscribed to the actor system's inspection events now. */
+  readonly subscribed: boolean;
+  /** Ends every stream and unsubscribes. Idempotent. */
+  close(): void;
+}
+
+/** The slice of a {@link Pawl} the inspector needs. */
+export interface InspectorNode extends InspectorSource {
+  on<E extends PawlEventName>(name: E, listener: (payload: PawlEvents[E]) => void): () => void;
+}
+
+interface Stream {
+  res: ServerResponse;
+  prefixes: string[];
+  kinds: Set<string>;
+  dropped: number;
+}
+
+const defaultKinds: InspectionKind[] = ["actor", "event", "snapshot"];
+
+/**
+ * Creates the actor inspector of a node.
+ *
+ * @example
+ * ```ts
+ * const inspector = createInspector(pawl, { token: process.env.PAWL_INSPECT_TOKEN });
+ * http.createServer((req, res) => inspector.handler(req, res, () => app(req, res))).listen(8080);
+ * // then: npx pawl inspect http://localhost:8080 --token "$PAWL_INSPECT_TOKEN" --follow
+ * ```
+ */
+export function createInspector(pawl: InspectorNode, options: InspectorOptions = {}): Inspector {
+  const basePath = (options.basePath ?? "/debug/actors").replace(/\/+$/, "");
+  const includePayloads = options.includePayloads ?? false;
+  const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024;
+  const keepAliveMs = options.keepAliveMs ?? 15_000;
+  const tokenDigest = options.token === undefined ? null : digest(options.token);
+  if (options.token !== undefined && options.token.length === 0)
+    throw new TypeError("createInspector: token is empty");
+
+  const streams = new Set<Stream>();
+  let subscription: { unsubscribe(): void } | null = null;
+  let keepAlive: ReturnType<typeof setInterval> | null = null;
+  let seq = 0;
+  let closed = false;
+
+  const onInspection = (e: InspectionEvent) => {
+    // Runs inside the actors' transitions: it must never throw into them.
+    try {
+      const kind = e.type.slice("@xstate.".length);
+      const id = actorOf(e);
+      let data: string | null = null;
+      for (const s of streams) {
+        if (!s.kinds.has(kind)) continue;
+        if (s.prefixes.length > 0 && !s.prefixes.some((p) => id.startsWith(p))) continue;
+        data ??= JSON.stringify(serializeInspectionEvent(e, { includePayloads }));
+        write(s, `id: ${++seq}\ndata: ${data}\n\n`);
+      }
+    } catch {
+      // A broken stream is dropped by its close handler; the actors carry on.
+    }
+  };
+
+  const write = (s: Stream, chunk: string) => {
+    if (s.res.writableLength > maxBuffered) {
+      s.dropped++;
+      return;
+    }
+    if (s.dropped > 0) {
+      s.res.write(`event: dropped\ndata: ${JSON.stringify({ dropped: s.dropped })}\n\n`);
+      s.dropped = 0;
+    }
+    s.res.write(chunk);
+  };
+
+  const attach = () => {
+    if (subscription !== null || streams.size === 0) return;
+    const rt = pawl.nodeRuntime;
+    if (!rt) return;
+    subscription = rt.root.system.inspect(onInspection);
+    keepAlive = setInterval(() => {
+      for (const s of streams) s.res.write(": keep-alive\n\n");
+    }, keepAliveMs);
+    keepAlive.unref?.();
+  };
+
+  const detach = () => {
+    subscription?.unsubscribe();
+    subscription = null;
+    if (keepAlive !== null) clearInterval(keepAlive);
+    keepAlive = null;
+  };
+
+  const endAll = () => {
+    for (const s of [...streams]) s.res.end();
+    streams.clear();
+    detach();
+  };
+
+  const offStopped = pawl.on("node:stopped", endAll);
+
+  const openStream = (res: ServerResponse, url: URL) => {
+    if (!pawl.running || !pawl.nodeRuntime) {
+      json(res, 503, { error: "the node is not running" });
+      return;
+    }
+    const prefixes = url.searchParams
+      .getAll("actor")
+      .flatMap((a) => a.split(","))
+      .map((a) => a.trim())
+      .filter((a) => a.length > 0);
+    const requested = url.searchParams
+      .getAll("types")
+      .flatMap((t) => t.split(","))
+      .map((t) => t.trim().replace(/^@xstate\./, ""));
+    const unknown = requested.filter((t) => t && !(inspectionKinds as readonly string[]).includes(t));
+    if (unknown.length > 0) {
+      json(res, 400, { error: `unknown types: ${unknown.join(", ")}; use ${inspectionKinds.join(", ")}` });
+      return;
+    }
+    const kinds = new Set<string>(
+      requested.filter(Boolean).length > 0 ? requested.filter(Boolean) : defaultKinds,
+    );
+    res.writeHead(200, {
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-store",
+      Connection: "keep-alive",
+      "X-Accel-Buffering": "no",
+    });
+    res.write(
+      `event: hello\ndata: ${JSON.stringify({ nodeId: pawl.nodeId, actor: prefixes, types: [...kinds] })}\n\n`,
+    );
+    const stream: Stream = { res, prefixes, kinds, dropped: 0 };
+    streams.add(stream);
+    attach();
+    const leave = () => {
+      if (!streams.delete(stream)) return;
+      if (streams.size === 0) detach();
+    };
+    // The response closes when the client goes away (or the stream is ended). Not the request's own
+    // "close": middleware that drains a GET's (empty) body would fire it at once.
+    res.on("close", leave);
+  };
+
+  const handler: RequestHandler = (req, res, next) => {
+    const url = new URL(requestPath(req), "http://localhost");
+    const path = url.pathname.replace(/\/+$/, "");
+    const isTree = path === basePath;
+    const isStream = path === `${basePath}/stream`;
+    if (!isTree && !isStream) {
+      if (next) next();
+      else json(res, 404, { error: "not found" });
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.setHeader("Allow", "GET, HEAD");
+      json(res, 405, { error: "method not allowed" });
+      return;
+    }
+    if (tokenDigest !== null && !authorized(req, url, tokenDigest)) {
+      res.setHeader("WWW-Authenticate", 'Bearer realm="pawl inspector"');
+      json(res, 401, { error: "a valid token is required" });
+      return;
+    }
+    if (closed) {
+      json(res, 503, { error: "the inspector is closed" });
+      return;
+    }
+    try {
+      if (isStream) openStream(res, url);
+      else json(res, 200, actorsView(pawl, includePayloads));
+    } catch (error) {
+      if (next) next(error);
+      else json(res, 500, { error: "inspection failed" });
+    }
+  };
+
+  return {
+    handler,
+    get streams() {
+      return streams.size;
+    },
+    get subscribed() {
+      return subscription !== null;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      offStopped();
+      endAll();
+    },
+  };
+}
+
+function actorOf(e: InspectionEvent): string {
+  const r = e.actorRef as { systemId?: unknown; id?: unknown };
+  return typeof r.systemId === "string" ? r.systemId : typeof r.id === "string" ? r.id : "";
+}
+
+/** The full request path: Express keeps it in `originalUrl` when it strips a mount path from `url`. */
+function requestPath(req: IncomingMessage): string {
+  return (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? "/";
+}
+
+function digest(s: string): Buffer {
+  return createHash("sha256").update(s, "utf8").digest();
+}
+
+function authorized(req: IncomingMessage, url: URL, expected: Buffer): boolean {
+  const header = req.headers.authorization;
+  const bearer = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim())?.[1] : undefined;
+  const given = bearer ?? url.searchParams.get("token");
+  if (given === null || given === undefined) return false;
+  // Compared as digests, in constant time, so neither the length nor the content leaks through timing.
+  return timingSafeEqual(digest(given), expected);
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Cache-Control": "no-store",
+    "Content-Length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}
