@@ -1,0 +1,107 @@
+/**
+ * What the composition operations need from a pawl instance, and two helpers they share: running a
+ * multi-statement operation in one transaction (the caller's, or one of its own), and announcing jobs that
+ * just became runnable through the client's `afterEnqueue` hook (local wakeup, and a hint to other nodes
+ * when the work is due now), exactly as an enqueue would.
+ */
+import type pg from "pg";
+import type { ResolvedConfig } from "../config.js";
+import type { PawlEventEmitter } from "../events.js";
+import type { PawlHooks } from "../pawl.js";
+import type { EnqueuedJob } from "../store/enqueue-jobs.js";
+import type { Job } from "../store/job-row.js";
+import type { JobStore } from "../store/job-store.js";
+import type { Queryable } from "../store/sql.js";
+
+/** The slice of a PawlClient the composition operations use. */
+export interface CompositionDeps {
+  store: JobStore;
+  config: ResolvedConfig;
+  hooks: PawlHooks | undefined;
+  /** The node's event stream (a started-or-not Pawl); absent on a bare PawlClient. */
+  events: PawlEventEmitter | undefined;
+}
+
+/**
+ * Runs `fn` in a transaction: the caller's when `client` is given (nothing is committed here), else one of
+ * its own on a pooled connection, committed when `fn` resolves and rolled back when it throws.
+ */
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  client: Queryable | undefined,
+  fn: (db: Queryable) => Promise<T>,
+): Promise<T> {
+  if (client) return fn(client);
+  const conn = await pool.connect();
+  try {
+    await conn.query("BEGIN");
+    const out = await fn(conn);
+    await conn.query("COMMIT");
+    return out;
+  } catch (error) {
+    await conn.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    conn.release();
+  }
+}
+
+/** The fields of a job that the `afterEnqueue` hook reads, for announcing rows nobody read back. */
+export interface AnnouncedWork {
+  type: string;
+  queue: string;
+  priority: number;
+  /** When it becomes due (a time in the past or now announces it as due now). */
+  scheduledTime: Date;
+}
+
+/** A job-shaped record for {@link AnnouncedWork} (the hook only reads status, type, priority and due time). */
+function asEnqueued(w: AnnouncedWork, id: string): EnqueuedJob {
+  const job: Job = {
+    id,
+    type: w.type,
+    queue: w.queue,
+    payload: null,
+    priority: w.priority,
+    status: "PENDING",
+    scheduledTime: w.scheduledTime,
+    attempts: 0,
+    maxAttempts: 1,
+    timeoutMs: null,
+    pickedBy: null,
+    pickedAt: null,
+    uniqueKey: null,
+    errors: [],
+    lastError: null,
+    result: null,
+    cancelReason: null,
+    createdAt: w.scheduledTime,
+    updatedAt: w.scheduledTime,
+    finishedAt: null,
+  };
+  return { ...job, inserted: true };
+}
+
+/**
+ * Announces runnable work as single immediate enqueues: one call of the hook per distinct job type, each
+ * with one job, so every call wakes this node's poller and publishes a hint (targeted at the type) to the
+ * other nodes when the work is due. A batch of 100,000 children is one announcement. With `client`, the
+ * hint goes out in the caller's transaction when the coordinator supports it (delivered at commit).
+ * `released`: the jobs existed before (signal, resume), so this node's claimer looks below its floors.
+ */
+export async function announce(
+  deps: CompositionDeps,
+  work: readonly (AnnouncedWork & { id: string })[],
+  client: Queryable | undefined,
+  released = false,
+): Promise<void> {
+  if (released && work.length > 0) deps.hooks?.afterRelease?.();
+  const hook = deps.hooks?.afterEnqueue;
+  if (!hook) return;
+  const byType = new Map<string, AnnouncedWork & { id: string }>();
+  for (const w of work) {
+    const had = byType.get(w.type);
+    if (!had || w.priority > had.priority) byType.set(w.type, w);
+  }
+  for (const w of byType.values()) await hook([asEnqueued(w, w.id)], client);
+}

@@ -1,0 +1,251 @@
+/**
+ * Chains, batches and workflows: creating them (validated first, then inserted in bulk in one transaction)
+ * and reading, listing and canceling them. A flow is one scheduler_flow row (kind, failure policy,
+ * counters) plus its member jobs; members that cannot run yet are WAITING, and the flow trigger of
+ * migration 0004 releases, cancels and counts them as their dependencies finish (docs/composition.md).
+ */
+import { validateJobId } from "../store/job-id.js";
+import type { Job } from "../store/job-row.js";
+import {
+  allocateJobIds,
+  cancelFlowMembers,
+  flowMembers,
+  insertBatchChildren,
+  insertCompletionJob,
+  insertFlow,
+  insertMembers,
+  listFlowRows,
+  readFlow,
+  type FlowFailurePolicy,
+  type FlowKind,
+  type FlowListFilter,
+  type FlowRow,
+} from "../store/flow-sql.js";
+import { announce, inTransaction, type CompositionDeps } from "./deps.js";
+import { FlowNotFoundError } from "./errors.js";
+import {
+  planBatch,
+  planChain,
+  planWorkflow,
+  type BatchInput,
+  type ChainStep,
+  type FlowBuildContext,
+  type FlowOptions,
+  type FlowPlan,
+  type WorkflowInput,
+} from "./flow-input.js";
+
+/** Batch children inserted per statement: bounds the statement's parameters and memory. */
+export const batchChunkSize = 10_000;
+
+/** What creating a flow returns. */
+export interface FlowHandle {
+  /** The flow's id (scheduler_flow.id). */
+  flowId: string;
+  kind: FlowKind;
+  /** Members (steps, jobs, children). */
+  total: number;
+  /** The member job ids in input order (chains and workflows; empty for a batch). */
+  jobIds: string[];
+  /** The completion job (WAITING until every member is terminal), or null without `onComplete`. */
+  completionJobId: string | null;
+}
+
+/** A flow, as {@link PawlClient.getFlow} and {@link PawlClient.listFlows} return it. */
+export interface Flow {
+  id: string;
+  kind: FlowKind;
+  name: string | null;
+  /** `stop`: a member that ends DEAD or CANCELED cancels its dependents; `continue`: they run anyway. */
+  failurePolicy: FlowFailurePolicy;
+  total: number;
+  succeeded: number;
+  dead: number;
+  canceled: number;
+  /** Members not terminal yet. */
+  remaining: number;
+  /** `running` until every member is terminal; then `succeeded` (all of them) or `failed` (any DEAD or CANCELED). */
+  state: "running" | "succeeded" | "failed";
+  completionJobId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt: Date | null;
+}
+
+/** A flow with its members (the first `memberLimit` by id). */
+export interface FlowDetail extends Flow {
+  members: Job[];
+}
+
+function buildContext(deps: CompositionDeps): FlowBuildContext {
+  return {
+    typeDefaults: (type) => deps.hooks?.typeDefaults(type),
+    maxPayloadBytes: deps.config.maxPayloadBytes,
+  };
+}
+
+/** Maps a flow row. */
+export function flowFromRow(r: FlowRow): Flow {
+  const done = r.succeeded + r.dead + r.canceled;
+  return {
+    id: r.id,
+    kind: r.kind,
+    name: r.name,
+    failurePolicy: r.failure_policy,
+    total: r.total,
+    succeeded: r.succeeded,
+    dead: r.dead,
+    canceled: r.canceled,
+    remaining: Math.max(0, r.total - done),
+    state: r.completed_at === null ? "running" : r.succeeded === r.total ? "succeeded" : "failed",
+    completionJobId: r.completion_job_id,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    completedAt: r.completed_at,
+  };
+}
+
+async function createGraph(
+  deps: CompositionDeps,
+  plan: FlowPlan,
+  client: FlowOptions["client"],
+): Promise<FlowHandle> {
+  const { store } = deps;
+  const t = store.tables;
+  const { flowId, jobs, completion } = await inTransaction(store.pool, client, async (db) => {
+    const flowId = await insertFlow(db, t, {
+      kind: plan.kind,
+      name: plan.name,
+      policy: plan.policy,
+      total: plan.members.length,
+    });
+    const ids = await allocateJobIds(db, t, plan.members.length);
+    const jobs = await insertMembers(
+      db,
+      t,
+      flowId,
+      plan.members.map((m, i) => ({
+        id: ids[i] as string,
+        job: m.job,
+        step: m.step,
+        deps: m.dependsOn.length,
+        next: (plan.dependents[i] ?? []).map((d) => ids[d] as string),
+      })),
+    );
+    const completion = plan.completion ? await insertCompletionJob(db, t, flowId, plan.completion) : null;
+    return { flowId, jobs, completion };
+  });
+  deps.events?.emit("flow:created", { flowId, kind: plan.kind, total: jobs.length });
+  await announce(
+    deps,
+    jobs.filter((j) => j.status === "PENDING"),
+    client,
+  );
+  return {
+    flowId,
+    kind: plan.kind,
+    total: jobs.length,
+    jobIds: jobs.map((j) => j.id),
+    completionJobId: completion?.id ?? null,
+  };
+}
+
+/** Creates a chain (see {@link PawlClient.chain}). */
+export function createChain(
+  deps: CompositionDeps,
+  steps: readonly ChainStep[],
+  options?: FlowOptions,
+): Promise<FlowHandle> {
+  return createGraph(deps, planChain(steps, options, buildContext(deps)), options?.client);
+}
+
+/** Creates a workflow (see {@link PawlClient.workflow}). */
+export function createWorkflow(deps: CompositionDeps, input: WorkflowInput): Promise<FlowHandle> {
+  return createGraph(deps, planWorkflow(input, buildContext(deps)), input?.client);
+}
+
+/** Creates a batch (see {@link PawlClient.batch}): the flow row, its completion job, then the children in chunks. */
+export async function createBatch<P>(deps: CompositionDeps, input: BatchInput<P>): Promise<FlowHandle> {
+  const plan = planBatch(input, buildContext(deps));
+  const { store } = deps;
+  const t = store.tables;
+  const client = input.client;
+  const { flowId, completion } = await inTransaction(store.pool, client, async (db) => {
+    const flowId = await insertFlow(db, t, {
+      kind: "batch",
+      name: plan.name,
+      policy: "continue",
+      total: plan.payloads.length,
+    });
+    const completion = plan.completion ? await insertCompletionJob(db, t, flowId, plan.completion) : null;
+    for (let offset = 0; offset < plan.payloads.length; offset += batchChunkSize) {
+      await insertBatchChildren(
+        db,
+        t,
+        flowId,
+        plan.shared,
+        plan.payloads.slice(offset, offset + batchChunkSize),
+        offset,
+      );
+    }
+    return { flowId, completion };
+  });
+  deps.events?.emit("flow:created", { flowId, kind: "batch", total: plan.payloads.length });
+  const s = plan.shared;
+  const due = s.runAt ?? new Date(Date.now() + s.delayMs);
+  // A batch parent is a wakeup trigger: one announcement for all its children.
+  await announce(
+    deps,
+    [{ id: flowId, type: s.type, queue: s.queue, priority: s.priority, scheduledTime: due }],
+    client,
+  );
+  return {
+    flowId,
+    kind: "batch",
+    total: plan.payloads.length,
+    jobIds: [],
+    completionJobId: completion?.id ?? null,
+  };
+}
+
+/** Validates a flow id (the same rule as job ids). */
+function flowId(id: unknown): string {
+  return validateJobId(id);
+}
+
+/** Reads a flow and its first `memberLimit` members (default 1000), or null. */
+export async function getFlow(
+  deps: CompositionDeps,
+  id: string,
+  memberLimit = 1000,
+): Promise<FlowDetail | null> {
+  const t = deps.store.tables;
+  const row = await readFlow(deps.store.pool, t, flowId(id));
+  if (!row) return null;
+  const limit = Math.min(10_000, Math.max(0, Math.floor(memberLimit)));
+  const members = limit > 0 ? await flowMembers(deps.store.pool, t, row.id, limit) : [];
+  return { ...flowFromRow(row), members };
+}
+
+/** Lists flows, newest first. */
+export async function listFlows(deps: CompositionDeps, filter?: FlowListFilter): Promise<Flow[]> {
+  return (await listFlowRows(deps.store.pool, deps.store.tables, filter)).map(flowFromRow);
+}
+
+/**
+ * Cancels a flow's members that have not started, and its completion job if not released yet; running
+ * members finish their attempt. Returns how many jobs were canceled.
+ *
+ * @throws FlowNotFoundError when no flow has this id.
+ */
+export async function cancelFlow(
+  deps: CompositionDeps,
+  id: string,
+  reason = "flow canceled by request",
+): Promise<number> {
+  const t = deps.store.tables;
+  const fid = flowId(id);
+  const row = await readFlow(deps.store.pool, t, fid);
+  if (!row) throw new FlowNotFoundError(fid);
+  return cancelFlowMembers(deps.store.pool, t, fid, reason);
+}

@@ -1,0 +1,23 @@
+/**
+ * The public API of composition: chains, batches, workflows, signals, pause/resume and per-queue
+ * concurrency (docs/composition.md). The methods live on PawlClient (`pawl.chain`, `pawl.signal`, ...);
+ * this module exports their types and errors.
+ */
+export { WaitForSignal, JobStateError, JobNotWaitingError, FlowNotFoundError } from "./errors.js";
+export type {
+  BatchInput,
+  ChainStep,
+  CompletionJob,
+  FlowCompletion,
+  FlowJobOptions,
+  FlowOptions,
+  WorkflowInput,
+  WorkflowJob,
+} from "./flow-input.js";
+export type { Flow, FlowDetail, FlowHandle } from "./flows.js";
+export type { FlowContext, SignalDelivery, WaitForSignalOptions } from "./job-composition.js";
+export type { SignalResult } from "./signals.js";
+export type { Pause, PauseResult } from "./pause.js";
+export type { LaneView } from "./queue-lanes.js";
+export type { FlowFailurePolicy, FlowKind, FlowListFilter } from "../store/flow-sql.js";
+export type { PauseKind } from "../store/pause-sql.js";

@@ -1,0 +1,125 @@
+/**
+ * The signal statements (the signal columns of scheduler_job_queue):
+ *
+ * - **park**: a RUNNING attempt whose handler called `ctx.waitForSignal()` leaves its node: WAITING, the
+ *   attempt not counted, no node holding it, with its timeout as `signal_deadline`. Guarded like every
+ *   outcome write (still RUNNING, still picked by the writing node).
+ * - **deliver**: `pawl.signal(id, payload)` makes a job parked for a signal runnable (PENDING, or PAUSED
+ *   when a queue or type pause holds it), due now, with the payload stored for its next run.
+ * - **time out**: the sweep makes parked jobs whose deadline passed runnable the same way, with no
+ *   payload. A partial index holds only parked rows, so the sweep costs nothing when none waits.
+ */
+import { named, type Queryable, type Tables } from "./sql.js";
+
+/** A job to park: its id and how long it may wait (null: until a signal comes). */
+export interface Park {
+  id: string;
+  timeoutMs: number | null;
+}
+
+/** Parks RUNNING jobs of `nodeId` (WAITING for a signal). Returns the ids that were still held. */
+export async function parkJobs(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  items: readonly Park[],
+): Promise<Set<string>> {
+  if (items.length === 0) return new Set();
+  const stmt = named(
+    t,
+    "signal_park",
+    `UPDATE ${t.jobs} j
+     SET status = 'WAITING', signal_state = 'waiting', signal_payload = NULL, signaled_at = NULL,
+         signal_deadline = now() + v.timeout_ms * interval '1 millisecond',
+         attempts = greatest(0, j.attempts - 1), picked_by = NULL, picked_at = NULL, updated_at = now()
+     FROM unnest($1::bigint[], $2::bigint[]) AS v(id, timeout_ms)
+     WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = $3
+     RETURNING j.id`,
+  );
+  const res = await db.query<{ id: string }>(
+    stmt([items.map((i) => i.id), items.map((i) => i.timeoutMs), nodeId]),
+  );
+  return new Set(res.rows.map((r) => r.id));
+}
+
+/** A job made runnable by a signal or a timeout: what a wakeup needs. */
+export interface WokenJob {
+  id: string;
+  type: string;
+  queue: string;
+  priority: number;
+  status: "PENDING" | "PAUSED";
+}
+
+/** The result of {@link deliverSignal}: the woken job, or the status that refused the signal (null: no job). */
+export type DeliverResult = { woken: WokenJob } | { refused: string | null };
+
+/** The runnable status and pause of a row being released: PENDING, or PAUSED when a pause holds it. */
+const releaseSet = (alias: string, t: Tables) =>
+  `status = CASE WHEN ${t.s}.pawl_pause_rule(${alias}.queue, ${alias}.type) IS NULL THEN 'PENDING' ELSE 'PAUSED' END,
+   paused_by = ${t.s}.pawl_pause_rule(${alias}.queue, ${alias}.type),
+   scheduled_time = now(), signal_deadline = NULL, signaled_at = now(), updated_at = now()`;
+
+/** Delivers a signal to a job parked for one. One statement; a refused signal reports the job's status. */
+export async function deliverSignal(
+  db: Queryable,
+  t: Tables,
+  id: string,
+  payloadJson: string,
+): Promise<DeliverResult> {
+  const stmt = named(
+    t,
+    "signal_deliver",
+    `WITH woken AS (
+       UPDATE ${t.jobs} j
+       SET ${releaseSet("j", t)}, signal_state = 'delivered', signal_payload = $2::jsonb
+       WHERE j.id = $1 AND j.status = 'WAITING' AND j.signal_state = 'waiting'
+       RETURNING j.id, j.type, j.queue, j.priority, j.status
+     )
+     SELECT w.id, w.type, w.queue, w.priority, w.status, NULL AS current FROM woken w
+     UNION ALL
+     SELECT NULL, NULL, NULL, NULL, NULL,
+            CASE WHEN j.status = 'WAITING' THEN 'WAITING (for its flow dependencies)' ELSE j.status END
+     FROM ${t.jobs} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM woken)`,
+  );
+  const res = await db.query<WokenJob & { current: string | null; id: string | null }>(
+    stmt([id, payloadJson]),
+  );
+  const row = res.rows[0];
+  if (!row) return { refused: null };
+  if (row.id === null) return { refused: row.current };
+  return {
+    woken: { id: row.id, type: row.type, queue: row.queue, priority: row.priority, status: row.status },
+  };
+}
+
+/** Wakes up to `limit` parked jobs whose deadline passed (no payload). Concurrent sweeps skip each other's rows. */
+export async function timeOutWaits(db: Queryable, t: Tables, limit: number): Promise<WokenJob[]> {
+  const stmt = named(
+    t,
+    "signal_timeout",
+    `UPDATE ${t.jobs} j
+     SET ${releaseSet("j", t)}, signal_state = 'timeout', signal_payload = NULL
+     WHERE j.id = ANY(ARRAY(
+       SELECT id FROM ${t.jobs}
+       WHERE status = 'WAITING' AND signal_state = 'waiting' AND signal_deadline <= now()
+       ORDER BY signal_deadline LIMIT $1
+       FOR UPDATE SKIP LOCKED))
+       AND j.status = 'WAITING' AND j.signal_state = 'waiting'
+     RETURNING j.id, j.type, j.queue, j.priority, j.status`,
+  );
+  const res = await db.query<WokenJob>(stmt([limit]));
+  return res.rows;
+}
+
+/** Milliseconds (database time) until the earliest parked job's deadline, or null when none has one. */
+export async function nextWaitDeadlineMs(db: Queryable, t: Tables): Promise<number | null> {
+  const stmt = named(
+    t,
+    "signal_next_deadline",
+    `SELECT (extract(epoch FROM min(signal_deadline) - now()) * 1000)::float8 AS ms
+     FROM ${t.jobs} WHERE status = 'WAITING' AND signal_state = 'waiting' AND signal_deadline IS NOT NULL`,
+  );
+  const res = await db.query<{ ms: number | null }>(stmt([]));
+  return res.rows[0]?.ms ?? null;
+}
