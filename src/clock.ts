@@ -84,7 +84,10 @@ export class ManualClock implements Clock {
     for (;;) {
       let next: ManualTimer | undefined;
       for (const t of this.timers) {
-        if (t.at <= target && (next === undefined || t.at < next.at || (t.at === next.at && t.id < next.id))) {
+        if (
+          t.at <= target &&
+          (next === undefined || t.at < next.at || (t.at === next.at && t.id < next.id))
+        ) {
           next = t;
         }
       }

@@ -13,6 +13,7 @@ import { defaultMaxPayloadBytes } from "./payload.js";
 import { defaultSchema, validateSchemaName } from "./store/schema-name.js";
 import { intOption } from "./int-option.js";
 import { runtimeOptionKeys, type RuntimeOptions } from "./runtime/runtime-config.js";
+import { resolveQueueLimits } from "./composition/queue-config.js";
 
 /** Options of {@link createPawl}. Every field is optional. */
 export interface PawlConfig extends RuntimeOptions {
@@ -29,6 +30,13 @@ export interface PawlConfig extends RuntimeOptions {
   /** Jobs run at once on this node. Env `PAWL_CONCURRENCY`; default 10. */
   concurrency?: number;
   /**
+   * Per-queue concurrency on this node (docs/composition.md#queues), e.g. `{ default: 10, mail: 5 }`: the
+   * node claims and runs each queue's jobs up to its own limit, so a full queue never starves another,
+   * and claims only from these queues. The node's concurrency is the sum (`concurrency`, if given, must
+   * equal it; `PAWL_CONCURRENCY` is ignored). Default: none (one claim for every queue, up to `concurrency`).
+   */
+  queues?: Record<string, number>;
+  /**
    * Jobs claimed ahead of free slots into a local buffer, so claiming overlaps with running. Buffered
    * jobs are RUNNING in the store under this node (handed back at shutdown, recovered if it dies).
    * Default 50 x concurrency, at most 500.
@@ -44,6 +52,26 @@ export interface PawlConfig extends RuntimeOptions {
   claimMode?: "full" | "lazy";
   /** How long completed outcomes may wait to be written in one batch (ms). Default 2. */
   completionFlushMs?: number;
+  /**
+   * Claim cursors (docs/claim-cursors.md): polls seek past each priority level's last claimed row instead
+   * of rescanning the claim index from its start, and send no statement when there is nothing to find, so
+   * dead index entries that a long-running transaction keeps alive are not rescanned every poll. Discovery
+   * passes on their own cadences find what the cursors cannot see. `false` restores the classic claim
+   * (one full claim statement per poll). Env `PAWL_CLAIM_CURSORS` (`true`/`false`); default true.
+   */
+  claimCursors?: boolean;
+  /**
+   * Claim cursors: the floored discovery pass's cadence (ms, each interval shortened by up to 25% at random).
+   * It finds new rows (any priority) and rows that became due since the last full pass; a wakeup runs it at
+   * once. Default 1000.
+   */
+  claimCursorDiscoveryMs?: number;
+  /**
+   * Claim cursors: the full discovery pass's cadence (ms, jittered downward like the floored pass): the
+   * classic claim, which heals whatever the cursors and floors missed. At least `claimCursorDiscoveryMs`.
+   * Default 10,000.
+   */
+  claimCursorFullDiscoveryMs?: number;
   /** The wakeup transport: `none`, `in-memory`, `postgres`, an amqp:// or hazelcast:// URL, or an instance. Env `PAWL_COORDINATOR`. */
   coordinator?: string | Coordinator;
   /** Where pawl logs. Default: silent. */
@@ -62,12 +90,17 @@ export interface ResolvedConfig {
   schema: string;
   nodeId: string;
   concurrency: number;
+  /** Per-queue limits, or null (no `queues`). */
+  queues: ReadonlyMap<string, number> | null;
   prefetch: number;
   pollIntervalMs: number | undefined;
   boostIntervalMs: number;
   maxPayloadBytes: number;
   claimMode: "full" | "lazy";
   completionFlushMs: number;
+  claimCursors: boolean;
+  claimCursorDiscoveryMs: number;
+  claimCursorFullDiscoveryMs: number;
   coordinator: string | Coordinator;
   logger: Logger;
   clock: Clock;
@@ -80,12 +113,16 @@ const known = new Set<string>([
   "schema",
   "nodeId",
   "concurrency",
+  "queues",
   "prefetch",
   "pollIntervalMs",
   "boostIntervalMs",
   "maxPayloadBytes",
   "claimMode",
   "completionFlushMs",
+  "claimCursors",
+  "claimCursorDiscoveryMs",
+  "claimCursorFullDiscoveryMs",
   "coordinator",
   "logger",
   "clock",
@@ -98,6 +135,14 @@ function envInt(name: string): number | undefined {
   const n = Number(raw);
   if (!Number.isInteger(n)) throw new ValidationError("INVALID_CONFIG", `${name}=${raw} is not an integer`);
   return n;
+}
+
+function envBool(name: string): boolean | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return undefined;
+  if (/^(true|1|on|yes)$/i.test(raw)) return true;
+  if (/^(false|0|off|no)$/i.test(raw)) return false;
+  throw new ValidationError("INVALID_CONFIG", `${name}=${raw} is not a boolean: use true or false`);
 }
 
 /** A node id that is unique by default: host, pid and a random suffix. */
@@ -116,20 +161,48 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
       throw new ValidationError("INVALID_CONFIG", `unknown option ${JSON.stringify(key)} for createPawl`);
     }
   }
-  const concurrency = intOption("concurrency", config.concurrency ?? envInt("PAWL_CONCURRENCY") ?? 10, 1, 10_000);
+  const queues = resolveQueueLimits(config.queues, config.concurrency);
+  const concurrency =
+    queues?.concurrency ??
+    intOption("concurrency", config.concurrency ?? envInt("PAWL_CONCURRENCY") ?? 10, 1, 10_000);
   const nodeId = config.nodeId ?? process.env.PAWL_NODE_ID ?? defaultNodeId();
   if (typeof nodeId !== "string" || nodeId.length === 0 || nodeId.length > 200) {
-    throw new ValidationError("INVALID_CONFIG", `invalid nodeId ${JSON.stringify(nodeId)}: use 1-200 characters`);
+    throw new ValidationError(
+      "INVALID_CONFIG",
+      `invalid nodeId ${JSON.stringify(nodeId)}: use 1-200 characters`,
+    );
   }
   const claimMode = config.claimMode ?? "full";
   if (claimMode !== "full" && claimMode !== "lazy") {
-    throw new ValidationError("INVALID_CONFIG", `invalid claimMode ${JSON.stringify(claimMode)}: use full or lazy`);
+    throw new ValidationError(
+      "INVALID_CONFIG",
+      `invalid claimMode ${JSON.stringify(claimMode)}: use full or lazy`,
+    );
   }
   const connectionString =
     config.connectionString ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   if (typeof connectionString !== "string" || connectionString.length === 0) {
     throw new ValidationError("INVALID_CONFIG", "connectionString must be a non-empty string");
   }
+  const claimCursors = config.claimCursors ?? envBool("PAWL_CLAIM_CURSORS") ?? true;
+  if (typeof claimCursors !== "boolean") {
+    throw new ValidationError(
+      "INVALID_CONFIG",
+      `invalid claimCursors ${JSON.stringify(claimCursors)}: use true or false`,
+    );
+  }
+  const claimCursorDiscoveryMs = intOption(
+    "claimCursorDiscoveryMs",
+    config.claimCursorDiscoveryMs ?? 1000,
+    1,
+    3_600_000,
+  );
+  const claimCursorFullDiscoveryMs = intOption(
+    "claimCursorFullDiscoveryMs",
+    config.claimCursorFullDiscoveryMs ?? Math.max(10_000, claimCursorDiscoveryMs),
+    claimCursorDiscoveryMs,
+    24 * 3_600_000,
+  );
   const runtime: RuntimeOptions = {};
   for (const k of runtimeOptionKeys) if (config[k] !== undefined) Object.assign(runtime, { [k]: config[k] });
   return {
@@ -140,13 +213,24 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     schema: validateSchemaName(config.schema ?? process.env.PAWL_SCHEMA ?? defaultSchema),
     nodeId,
     concurrency,
+    queues: queues?.limits ?? null,
     prefetch: intOption("prefetch", config.prefetch ?? Math.min(500, concurrency * 50), 0, 100_000),
     pollIntervalMs:
-      config.pollIntervalMs === undefined ? undefined : intOption("pollIntervalMs", config.pollIntervalMs, 1, 3_600_000),
+      config.pollIntervalMs === undefined
+        ? undefined
+        : intOption("pollIntervalMs", config.pollIntervalMs, 1, 3_600_000),
     boostIntervalMs: intOption("boostIntervalMs", config.boostIntervalMs ?? 15 * 60_000, 0, 2 ** 31 - 1),
-    maxPayloadBytes: intOption("maxPayloadBytes", config.maxPayloadBytes ?? defaultMaxPayloadBytes, 2, 64 * 1024 * 1024),
+    maxPayloadBytes: intOption(
+      "maxPayloadBytes",
+      config.maxPayloadBytes ?? defaultMaxPayloadBytes,
+      2,
+      64 * 1024 * 1024,
+    ),
     claimMode,
     completionFlushMs: intOption("completionFlushMs", config.completionFlushMs ?? 2, 0, 10_000),
+    claimCursors,
+    claimCursorDiscoveryMs,
+    claimCursorFullDiscoveryMs,
     coordinator: config.coordinator ?? process.env.PAWL_COORDINATOR ?? "none",
     logger: config.logger ?? silentLogger,
     clock: config.clock ?? systemClock,

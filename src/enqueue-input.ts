@@ -53,7 +53,16 @@ export interface NewJob {
   uniqueKey: string | null;
 }
 
-const optionKeys = new Set(["priority", "delayMs", "runAt", "timeoutMs", "maxAttempts", "uniqueKey", "queue", "client"]);
+const optionKeys = new Set([
+  "priority",
+  "delayMs",
+  "runAt",
+  "timeoutMs",
+  "maxAttempts",
+  "uniqueKey",
+  "queue",
+  "client",
+]);
 /** The longest job type name. */
 export const maxTypeLength = 200;
 /** The longest queue name. */
@@ -172,7 +181,10 @@ export function buildNewJob(
       `invalid uniqueKey ${JSON.stringify(uniqueKey)}: use a string of 1-${maxUniqueKeyLength} characters`,
     );
   }
-  if (o.client !== undefined && (typeof o.client !== "object" || typeof (o.client as { query?: unknown }).query !== "function")) {
+  if (
+    o.client !== undefined &&
+    (typeof o.client !== "object" || typeof (o.client as { query?: unknown }).query !== "function")
+  ) {
     throw new ValidationError("INVALID_OPTION", "client must be a pg client (an object with query())");
   }
   const timeout = o.timeoutMs ?? defaults?.timeoutMs;

@@ -19,7 +19,10 @@ export type PawlErrorCode =
   | "INVALID_CRON"
   | "INVALID_COORDINATOR"
   | "NOT_STARTED"
-  | "CLOSED";
+  | "CLOSED"
+  | "INVALID_FLOW"
+  | "FLOW_NOT_FOUND"
+  | "NOT_WAITING";
 
 /**
  * The base class of the errors pawl raises itself.

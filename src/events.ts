@@ -32,7 +32,12 @@ export interface PawlEvents {
   /** A failed attempt that will be retried after `delayMs`. */
   "job:retried": { job: JobEventInfo; error: Error; delayMs: number; timedOut: boolean };
   /** A job moved to the dead letter queue. */
-  "job:dead": { job: JobEventInfo; error: Error; reason: "exhausted" | "non-retryable" | "discarded" | "invalid-payload"; timedOut: boolean };
+  "job:dead": {
+    job: JobEventInfo;
+    error: Error;
+    reason: "exhausted" | "non-retryable" | "discarded" | "invalid-payload";
+    timedOut: boolean;
+  };
   "job:snoozed": { job: JobEventInfo; delayMs: number };
   /** A job's result was discarded because it was canceled while running (or before it started). */
   "job:canceled": { job: JobEventInfo };
@@ -46,6 +51,56 @@ export interface PawlEvents {
   "breaker:change": { service: string; from: string; to: string };
   "coordinator:connected": { transport: string };
   "coordinator:disconnected": { transport: string; error: string };
+  /** This node wrote its heartbeat (times are the database's; `nextDelayMs` adapts to `lagMs`). */
+  "cluster:heartbeat": {
+    nodeId: string;
+    heartbeatAt: Date;
+    startedAt: Date;
+    lagMs: number;
+    durationMs: number;
+    nextDelayMs: number;
+    wasDeclaredDead: boolean;
+  };
+  /** A node's heartbeat passed the dead-node threshold (reported once, by the node that swept). */
+  "cluster:node-dead": { nodeId: string; lastHeartbeat: Date; detectedBy: string };
+  /** RUNNING jobs of dead nodes (or, at `startup`, of this node id's previous run) were recovered. */
+  "cluster:orphans-recovered": {
+    sweeper: string;
+    startup: boolean;
+    jobs: readonly {
+      id: string;
+      type: string;
+      nodeId: string;
+      attempt: number;
+      status: "PENDING" | "DEAD";
+    }[];
+  };
+  /** This node took a maintenance lease. */
+  "cluster:lease-acquired": { name: string; nodeId: string; expiresAt: Date };
+  /** This node lost a lease it held (renewal refused, or its deadline passed mid-work). */
+  "cluster:lease-lost": { name: string; nodeId: string; reason: string };
+  /** The local clock was compared with the database's; `exceeded` when above `clockSkewWarnMs`. */
+  "cluster:clock-skew": { skewMs: number; roundTripMs: number; exceeded: boolean };
+  /** A recurring schedule fired: its child job was enqueued. */
+  "recurring:fired": { name: string; fireAt: Date; jobId: string; type: string };
+  /** A pruning pass ended: rows deleted per status. */
+  "prune:done": { succeeded: number; canceled: number; dead: number; batches: number; durationMs: number };
+  /** A handler called ctx.waitForSignal(): its job is parked (WAITING) until a signal or the timeout. */
+  "job:waiting": { job: JobEventInfo; timeoutMs: number | null };
+  /** pawl.signal() woke a parked job (emitted by the instance that signaled). */
+  "job:signaled": { jobId: string; type: string; queue: string; status: "PENDING" | "PAUSED" };
+  /** A parked job's wait timed out (emitted by the node whose sweep found it). */
+  "job:signal-timeout": { jobId: string; type: string; queue: string; status: "PENDING" | "PAUSED" };
+  /** pawl.pauseJob() paused a job. */
+  "job:paused": { jobId: string; type: string; queue: string };
+  /** pawl.resumeJob() resumed a job (`status` PAUSED when its queue or type is still paused). */
+  "job:resumed": { jobId: string; type: string; queue: string; status: string };
+  /** A queue or job type was paused cluster-wide (by this instance); `jobs` were moved to PAUSED. */
+  "queue:paused": { kind: "queue" | "type"; name: string; changed: boolean; jobs: number };
+  /** A queue or job type was resumed (by this instance); `jobs` went back to PENDING. */
+  "queue:resumed": { kind: "queue" | "type"; name: string; changed: boolean; jobs: number };
+  /** A chain, batch or workflow was created (by this instance). */
+  "flow:created": { flowId: string; kind: "chain" | "batch" | "workflow"; total: number };
   /** Something failed inside the runtime; it was logged and the node carries on. */
   error: { where: string; error: Error };
 }

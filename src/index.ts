@@ -28,6 +28,7 @@ export type { Job, JobStatus, JobErrorRecord } from "./store/job-row.js";
 export type { EnqueuedJob } from "./store/enqueue-jobs.js";
 export type { CancelResult } from "./store/cancel-job.js";
 export { JobStore } from "./store/job-store.js";
+export * from "./composition/index.js";
 export { ManualClock, systemClock } from "./clock.js";
 export type { Clock } from "./clock.js";
 export { consoleLogger, silentLogger } from "./logger.js";
@@ -47,3 +48,14 @@ export type { Logger, LogFields } from "./logger.js";
 export function createPawl(config?: PawlConfig): Pawl {
   return new Pawl(config);
 }
+export type {
+  ClusterOptions,
+  ClusterView,
+  ClockSkewReading,
+  Schedule,
+  ScheduleOptions,
+  NodeInfo,
+  NodeStatus,
+  LockRow,
+} from "./cluster/index.js";
+export type { MissedFirePolicy } from "./logic/cron.js";

@@ -11,4 +11,3 @@ export function intOption(name: string, value: unknown, min: number, max: number
   }
   return value;
 }
-

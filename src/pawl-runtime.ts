@@ -13,11 +13,27 @@ import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "
 import { PawlClient } from "./pawl.js";
 import { priorities } from "./priority.js";
 import { NodeRuntime } from "./runtime/node-runtime.js";
-import { resolveJobType, typeDefaults, type Handler, type JobType, type RegisterOptions } from "./runtime/registry.js";
+import {
+  resolveJobType,
+  typeDefaults,
+  type Handler,
+  type JobType,
+  type RegisterOptions,
+} from "./runtime/registry.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions } from "./runtime/runtime-config.js";
 import { inspectNode, type ActorTree } from "./runtime/inspect.js";
 import { createCoordinator, parseCoordinatorSpec } from "../coordinators/index.js";
+import { ClusterServices, readClusterView, type ClusterView } from "./cluster/cluster-services.js";
+import {
+  listSchedules,
+  registerSchedule,
+  unregisterSchedule,
+  type Schedule,
+  type ScheduleOptions,
+} from "./cluster/recurring.js";
 import { ClassicClaimer } from "./store/claimer.js";
+import { CursorClaimer } from "./store/claim-cursor.js";
+import { SignalSweeper } from "./composition/signals.js";
 
 /** Options of {@link Pawl.stop}. */
 export interface StopOptions {
@@ -45,6 +61,10 @@ export class Pawl extends PawlClient {
   private runtime: NodeRuntime | null = null;
   private coordinator: Promise<Coordinator> | null = null;
   private stopping: Promise<void> | null = null;
+  private keepAlive: NodeJS.Timeout | null = null;
+  private offDeclaredDead: (() => void) | null = null;
+  private clusterRef: ClusterServices | null = null;
+  private signalSweeper: SignalSweeper | null = null;
 
   constructor(config: PawlConfig = {}) {
     super(config);
@@ -57,6 +77,9 @@ export class Pawl extends PawlClient {
       },
       afterEnqueue: (jobs, tx) => this.afterEnqueue(jobs, tx),
       afterCancel: (result) => this.afterCancel(result),
+      events: this.events,
+      afterRelease: () =>
+        (this.runtime?.claimer as { requestFullPass?: () => void } | undefined)?.requestFullPass?.(),
     };
   }
 
@@ -75,11 +98,25 @@ export class Pawl extends PawlClient {
    *
    * @throws ValidationError for a bad type name or option.
    */
-  register<P = unknown, R = unknown>(type: string, handler: Handler<P, R>, options?: RegisterOptions<P>): this {
+  register<P = unknown, R = unknown>(
+    type: string,
+    handler: Handler<P, R>,
+    options?: RegisterOptions<P>,
+  ): this {
     this.assertOpen();
     const t = resolveJobType(type, handler, options as RegisterOptions);
     this.types.set(type, t);
     return this;
+  }
+
+  /** The job types registered on this instance. */
+  get registeredTypes(): string[] {
+    return [...this.types.keys()];
+  }
+
+  /** @internal A registered type with its resolved options (pawl/testing runs handlers with it). */
+  jobType(type: string): JobType | undefined {
+    return this.types.get(type);
   }
 
   /** Subscribes to an event; returns the unsubscribe function. */
@@ -94,6 +131,29 @@ export class Pawl extends PawlClient {
     if (this.runtime) return;
     const coordinator = await this.ensureCoordinator();
     const c = this.config;
+    // Join the cluster before claiming: first heartbeat, then recovery of this node id's previous run.
+    const cluster = new ClusterServices({
+      pool: this.store.pool,
+      tables: this.store.tables,
+      nodeId: c.nodeId,
+      concurrency: c.concurrency,
+      transport: coordinator.status().transport,
+      options: this.runtimeOptions.cluster,
+      events: this.events,
+      logger: c.logger.child({ nodeId: c.nodeId }),
+      clock: c.clock,
+      typeDefaults: (type) => this.hooks?.typeDefaults(type),
+      maxPayloadBytes: c.maxPayloadBytes,
+      afterEnqueue: (jobs) => void this.hooks?.afterEnqueue(jobs, undefined),
+      // Heartbeats get their own connection unless the caller brought the pool.
+      ...(c.pool === undefined ? { heartbeatConnectionString: c.connectionString } : {}),
+    });
+    await cluster.prepare();
+    if (this.runtime || this.stopping) {
+      await cluster.stop();
+      return;
+    }
+    this.clusterRef = cluster;
     this.runtime = new NodeRuntime({
       nodeId: c.nodeId,
       concurrency: c.concurrency,
@@ -108,9 +168,29 @@ export class Pawl extends PawlClient {
       logger: c.logger.child({ nodeId: c.nodeId }),
       clock: c.clock,
       coordinator,
-      createClaimer: (options) => new ClassicClaimer(options),
+      queues: c.queues,
+      createClaimer: (options) =>
+        c.claimCursors
+          ? new CursorClaimer({
+              ...options,
+              discoveryMs: c.claimCursorDiscoveryMs,
+              fullDiscoveryMs: c.claimCursorFullDiscoveryMs,
+            })
+          : new ClassicClaimer(options),
     });
     this.runtime.start();
+    cluster.start();
+    // Times out parked signal waits (docs/composition.md#signals).
+    this.signalSweeper = new SignalSweeper({ deps: this.composition, clock: c.clock });
+    this.signalSweeper.start();
+    // A node declared dead by the others (it missed heartbeats) has had its jobs recovered: the ones
+    // still waiting in its buffer would run a second time, so they are dropped.
+    this.offDeclaredDead = this.events.on("cluster:heartbeat", (e) => {
+      if (e.wasDeclaredDead) this.runtime?.dropBuffered("this node was declared dead by the cluster");
+    });
+    // pawl's timers are unref'd so they never hold a host process open on their own; a started node,
+    // like a listening server, keeps its process alive until stop(), even while the database is down.
+    this.keepAlive = setInterval(() => {}, 3_600_000);
     this.events.emit("node:started", { nodeId: c.nodeId });
   }
 
@@ -125,10 +205,18 @@ export class Pawl extends PawlClient {
       return this.stopping;
     }
     this.stopping = (async () => {
+      // Maintenance stops first; the heartbeat goes on until the drain is over, so a long grace is not
+      // mistaken for a death, and the node leaves the cluster once its last outcome is written.
+      await this.clusterRef?.stopMaintenance();
+      await this.signalSweeper?.stop();
       const aborted = this.runtime ? await this.runtime.stop(graceMs) : 0;
+      await this.clusterRef?.stop();
       const coordinator = this.coordinator;
       this.coordinator = null;
       if (coordinator) await (await coordinator).close().catch(() => {});
+      this.offDeclaredDead?.();
+      if (this.keepAlive) clearInterval(this.keepAlive);
+      this.keepAlive = null;
       this.events.emit("node:stopped", { nodeId: this.nodeId, aborted });
     })();
     return this.stopping;
@@ -146,6 +234,83 @@ export class Pawl extends PawlClient {
     return this.runtime ? inspectNode(this.runtime) : null;
   }
 
+  /**
+   * Registers a recurring job: each fire of `cron` (in `options.timezone`, default UTC) enqueues one job of
+   * `options.type` (default: `name`) with `payload`, exactly once across the cluster. Registering the same
+   * name again updates it (keeping its next fire when the cron and zone are unchanged), so every node may
+   * call it at boot. Fires missed while no node ran follow `options.missedFirePolicy` (`catch-up-one` by
+   * default, or `skip`). Works without start(); the fires happen on started nodes.
+   *
+   * @throws ValidationError `INVALID_CRON` for a bad expression or time zone (nothing is written), or as
+   *   enqueue for a bad type, priority or payload.
+   *
+   * @example
+   * ```ts
+   * await pawl.schedule("nightly-report", "0 3 * * *", { format: "pdf" }, { timezone: "Europe/Paris" });
+   * ```
+   */
+  async schedule(
+    name: string,
+    cron: string,
+    payload?: unknown,
+    options?: ScheduleOptions,
+  ): Promise<Schedule> {
+    this.assertOpen();
+    const schedule = await registerSchedule(
+      this.store.pool,
+      this.store.tables,
+      name,
+      cron,
+      payload,
+      options,
+      {
+        typeDefaults: (type) => this.hooks?.typeDefaults(type),
+        maxPayloadBytes: this.config.maxPayloadBytes,
+      },
+    );
+    this.clusterRef?.triggerRecurring();
+    return schedule;
+  }
+
+  /** Removes a recurring job; returns whether it existed. Children already enqueued are kept. */
+  async unschedule(name: string): Promise<boolean> {
+    this.assertOpen();
+    return unregisterSchedule(this.store.pool, this.store.tables, name);
+  }
+
+  /** Every recurring job, by name, with its next fire time. */
+  async listSchedules(): Promise<Schedule[]> {
+    this.assertOpen();
+    return listSchedules(this.store.pool, this.store.tables);
+  }
+
+  /**
+   * The cluster as this node sees it: every node row (heartbeat age by the database's clock, alive or
+   * not), the maintenance leases and their holders, and this node's latest clock skew reading.
+   *
+   * @example
+   * ```ts
+   * const { nodes, leases, clockSkew } = await pawl.cluster();
+   * console.log(nodes.filter((n) => n.alive).map((n) => n.nodeId), clockSkew?.skewMs);
+   * ```
+   */
+  async cluster(): Promise<ClusterView> {
+    this.assertOpen();
+    if (this.clusterRef) return this.clusterRef.view();
+    return readClusterView(
+      this.store.pool,
+      this.store.tables,
+      this.nodeId,
+      this.runtimeOptions.cluster.deadNodeThresholdMs,
+      null,
+    );
+  }
+
+  /** @internal The cluster services of a started node (tests, observability); null before start(). */
+  get clusterServices(): ClusterServices | null {
+    return this.clusterRef;
+  }
+
   /** @internal The running node runtime (tests, observability). */
   get nodeRuntime(): NodeRuntime | null {
     return this.runtime;
@@ -161,6 +326,20 @@ export class Pawl extends PawlClient {
         logger: c.logger,
         clock: c.clock,
       }).then(async (coordinator) => {
+        // Subscribed before start(), so the first `connected` is seen too. Hints that arrive before the
+        // runtime exists have nothing to wake and are dropped.
+        coordinator.onWakeup((hint) => this.runtime?.handleHint(hint));
+        coordinator.on("connected", () => {
+          this.events.emit("coordinator:connected", { transport: coordinator.status().transport });
+          // Hints sent while disconnected are gone: poll once to catch up.
+          this.runtime?.wake("coordinator");
+        });
+        coordinator.on("disconnected", (error) =>
+          this.events.emit("coordinator:disconnected", {
+            transport: coordinator.status().transport,
+            error: String(error),
+          }),
+        );
         await coordinator.start();
         return coordinator;
       });

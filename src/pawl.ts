@@ -16,6 +16,30 @@ import type { DeadLetterFilter } from "./store/dead-letter.js";
 import type { MigrateResult } from "./store/migrate.js";
 import { validateJobId } from "./store/job-id.js";
 import type { Queryable } from "./store/sql.js";
+import type { PawlEventEmitter } from "./events.js";
+import type { FlowListFilter } from "./store/flow-sql.js";
+import type { CompositionDeps } from "./composition/deps.js";
+import type { BatchInput, ChainStep, FlowOptions, WorkflowInput } from "./composition/flow-input.js";
+import {
+  cancelFlow,
+  createBatch,
+  createChain,
+  createWorkflow,
+  getFlow,
+  listFlows,
+} from "./composition/flows.js";
+import type { Flow, FlowDetail, FlowHandle } from "./composition/flows.js";
+import { signalJob, type SignalResult } from "./composition/signals.js";
+import {
+  listPaused,
+  pauseJob,
+  pauseJobType,
+  pauseQueue,
+  resumeJob,
+  resumeJobType,
+  resumeQueue,
+} from "./composition/pause.js";
+import type { Pause, PauseResult } from "./composition/pause.js";
 
 /** One item of {@link Pawl.enqueueMany}: a job type, its payload, and the options of enqueue. */
 export type EnqueueItem = { type: string; payload?: unknown } & Omit<EnqueueOptions, "client">;
@@ -38,6 +62,13 @@ export interface PawlHooks {
   typeDefaults(type: string): TypeDefaults | undefined;
   afterEnqueue(jobs: readonly EnqueuedJob[], inTransaction: Queryable | undefined): Promise<void>;
   afterCancel(result: CancelResult): void;
+  /** The node's event stream, for the events of composition (signals, pauses, flows). */
+  events?: PawlEventEmitter;
+  /**
+   * Existing jobs went back to PENDING (a signal, a resume, a timed-out wait): a claimer that only looks
+   * past its floors (claim cursors) must look at everything once.
+   */
+  afterRelease?(): void;
 }
 
 /**
@@ -100,7 +131,13 @@ export class PawlClient {
    */
   async enqueue<P = unknown>(type: string, payload?: P, options?: EnqueueOptions): Promise<EnqueuedJob<P>> {
     this.assertOpen();
-    const job = buildNewJob(type, payload, options, this.hooks?.typeDefaults(type), this.config.maxPayloadBytes);
+    const job = buildNewJob(
+      type,
+      payload,
+      options,
+      this.hooks?.typeDefaults(type),
+      this.config.maxPayloadBytes,
+    );
     const db = options?.client;
     const [row] = await this.store.enqueue([job], db ?? this.pool);
     const out = row as EnqueuedJob<P>;
@@ -112,9 +149,13 @@ export class PawlClient {
    * Enqueues many jobs in one round trip. Every item is validated first; one bad item rejects the call
    * and nothing is written.
    */
-  async enqueueMany(items: readonly EnqueueItem[], options: { client?: Queryable } = {}): Promise<EnqueuedJob[]> {
+  async enqueueMany(
+    items: readonly EnqueueItem[],
+    options: { client?: Queryable } = {},
+  ): Promise<EnqueuedJob[]> {
     this.assertOpen();
-    if (!Array.isArray(items)) throw new ValidationError("INVALID_OPTION", "enqueueMany takes an array of jobs");
+    if (!Array.isArray(items))
+      throw new ValidationError("INVALID_OPTION", "enqueueMany takes an array of jobs");
     if (items.length === 0) return [];
     const jobs = items.map((item, i) => {
       if (typeof item !== "object" || item === null) {
@@ -157,6 +198,148 @@ export class PawlClient {
     if (!result) throw new JobNotFoundError(String(id));
     this.hooks?.afterCancel(result);
     return result;
+  }
+
+  /**
+   * Enqueues a chain: each step is made runnable only once the previous one SUCCEEDED; a step that ends
+   * DEAD or CANCELED stops the chain (every later step is CANCELED with the reason). A step reads its
+   * predecessor's result with `(await ctx.flow())?.previous`. All of it is in the store: safe across nodes,
+   * exactly once. `options.onComplete` runs once every step is terminal, with the counts.
+   *
+   * @throws ValidationError for a bad step (nothing is written then).
+   * @example
+   * ```ts
+   * const { flowId } = await pawl.chain([
+   *   { type: "video.download", payload: { url } },
+   *   { type: "video.transcode" },
+   *   { type: "video.publish", priority: "high" },
+   * ]);
+   * ```
+   */
+  async chain(steps: readonly ChainStep[], options?: FlowOptions): Promise<FlowHandle> {
+    return createChain(this.composition, steps, options);
+  }
+
+  /**
+   * Enqueues a batch: one child job per item (inserted in bulk: 100,000 children take a few statements),
+   * with progress counters in the store, and `onComplete` enqueued exactly once when every child is
+   * terminal, its payload a `FlowCompletion` with the succeeded / dead / canceled counts. Wakes the
+   * other nodes like an immediate enqueue.
+   *
+   * @throws ValidationError for a bad item or option (nothing is written then).
+   * @example
+   * ```ts
+   * await pawl.batch({ type: "import.row", items: rows, onComplete: { type: "import.done", payload: { file } } });
+   * ```
+   */
+  async batch<P = unknown>(input: BatchInput<P>): Promise<FlowHandle> {
+    return createBatch(this.composition, input);
+  }
+
+  /**
+   * Enqueues a workflow: a DAG of named jobs with `dependsOn`. A job runs once all its dependencies
+   * SUCCEEDED; `failurePolicy` decides what a DEAD or CANCELED job does to its dependents (`stop-dependents`,
+   * the default, cancels them; `continue` runs them with the failure recorded in `ctx.flow()`).
+   *
+   * @throws ValidationError `INVALID_FLOW` for a cycle, an unknown or duplicate name (nothing is written).
+   * @example
+   * ```ts
+   * await pawl.workflow({
+   *   jobs: [
+   *     { name: "a", type: "extract" },
+   *     { name: "b", type: "transform", dependsOn: ["a"] },
+   *     { name: "c", type: "enrich", dependsOn: ["a"] },
+   *     { name: "d", type: "load", dependsOn: ["b", "c"] },
+   *   ],
+   * });
+   * ```
+   */
+  async workflow(input: WorkflowInput): Promise<FlowHandle> {
+    return createWorkflow(this.composition, input);
+  }
+
+  /** A flow with its counters and its first `memberLimit` members (default 1000); null when there is none. */
+  async getFlow(id: string, memberLimit?: number): Promise<FlowDetail | null> {
+    return getFlow(this.composition, id, memberLimit);
+  }
+
+  /** Flows, newest first (`{ kind, state: "running" | "completed", limit }`). */
+  async listFlows(filter?: FlowListFilter): Promise<Flow[]> {
+    return listFlows(this.composition, filter);
+  }
+
+  /**
+   * Cancels a flow's members that have not started (and its completion job); running ones finish.
+   * Returns how many jobs were canceled. @throws FlowNotFoundError.
+   */
+  async cancelFlow(id: string, reason?: string): Promise<number> {
+    return cancelFlow(this.composition, id, reason);
+  }
+
+  /**
+   * Delivers a signal to a job parked by `ctx.waitForSignal()`: it becomes PENDING, and its next run, on any
+   * node, receives `payload`.
+   *
+   * @throws JobNotFoundError for an unknown id; JobNotWaitingError (code `NOT_WAITING`, with the job's
+   *   `status`) when the job is not parked for a signal (finished, not at its wait yet, waiting for a flow).
+   * @example
+   * ```ts
+   * await pawl.signal(jobId, { approved: true });
+   * ```
+   */
+  async signal(jobId: string, payload?: unknown): Promise<SignalResult> {
+    return signalJob(this.composition, jobId, payload);
+  }
+
+  /** Pauses a PENDING job: PAUSED, never claimed until {@link resumeJob}. @throws JobStateError otherwise. */
+  async pauseJob(id: string): Promise<Job> {
+    return pauseJob(this.composition, id);
+  }
+
+  /** Resumes a job paused by {@link pauseJob} (PENDING again, unless its queue or type is paused). */
+  async resumeJob(id: string): Promise<Job> {
+    return resumeJob(this.composition, id);
+  }
+
+  /**
+   * Pauses a queue across the cluster: its PENDING jobs become PAUSED, and so does every job of it that
+   * becomes PENDING later (enqueue, retry...), until {@link resumeQueue}. No node claims them meanwhile.
+   * Needs the role that owns pawl's tables (it creates a trigger while any pause exists).
+   *
+   * @example
+   * ```ts
+   * await pawl.pauseQueue("mail"); // the SMTP provider is down
+   * await pawl.resumeQueue("mail");
+   * ```
+   */
+  async pauseQueue(name: string): Promise<PauseResult> {
+    return pauseQueue(this.composition, name);
+  }
+
+  /** Resumes a paused queue: the jobs its pause held are PENDING again (unless their type is paused). */
+  async resumeQueue(name: string): Promise<PauseResult> {
+    return resumeQueue(this.composition, name);
+  }
+
+  /** Pauses a job type across the cluster, like {@link pauseQueue}. */
+  async pauseJobType(type: string): Promise<PauseResult> {
+    return pauseJobType(this.composition, type);
+  }
+
+  /** Resumes a paused job type. */
+  async resumeJobType(type: string): Promise<PauseResult> {
+    return resumeJobType(this.composition, type);
+  }
+
+  /** Every paused queue and job type, with the jobs each holds. */
+  async listPaused(): Promise<Pause[]> {
+    return listPaused(this.composition);
+  }
+
+  /** @internal What the composition operations (src/composition) need; checks the instance is open. */
+  protected get composition(): CompositionDeps {
+    this.assertOpen();
+    return { store: this.store, config: this.config, hooks: this.hooks, events: this.hooks?.events };
   }
 
   /** Closes the pool (if pawl created it). Idempotent. */

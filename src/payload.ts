@@ -22,7 +22,10 @@ function check(value: unknown, path: string, seen: Set<object>): void {
   } else {
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) {
-      throw bad(path, `a ${(value as object).constructor?.name ?? "non-plain object"} is not a plain JSON object`);
+      throw bad(
+        path,
+        `a ${(value as object).constructor?.name ?? "non-plain object"} is not a plain JSON object`,
+      );
     }
     for (const [k, v] of Object.entries(value)) check(v, `${path}.${k}`, seen);
   }

@@ -11,13 +11,15 @@
  * - `HALF_OPEN`: up to `halfOpenTrials` trial calls pass at once. A failed trial re-opens; enough
  *   successful trials close.
  *
- * `ADMITTED` carries the snapshot after an admission decision (taken and sent in one step by the job task
- * with `breakerAllow`); `RESULT` carries a call's outcome; `RELEASE` frees a trial slot whose call ended
+ * `ADMIT { trial }` records that a job the task admitted (deciding synchronously with `breakerAllow` on
+ * the snapshot) took a HALF_OPEN trial; the machine applies it to its current snapshot, so events that
+ * arrive in between are never overwritten; `RESULT` carries a call's outcome; `RELEASE` frees a trial slot whose call ended
  * without a verdict (snooze, cancel, shutdown). `reportChange` (supplied) is called on entering each
  * state, re-entries included; the runtime reports only real changes.
  */
 import { assign, setup } from "xstate";
 import {
+  breakerAllow,
   breakerHalfOpen,
   breakerRecord,
   breakerRelease,
@@ -36,7 +38,7 @@ export interface BreakerContext {
 
 /** Events the breaker accepts. */
 export type BreakerEvent =
-  | { type: "ADMITTED"; next: BreakerSnapshot }
+  | { type: "ADMIT"; trial: boolean }
   | { type: "RESULT"; ok: boolean; trial: boolean }
   | { type: "RELEASE"; trial: boolean };
 
@@ -57,7 +59,12 @@ const follow = [
 export const breakerMachine = setup({
   types: { context: {} as BreakerContext, events: {} as BreakerEvent, input: {} as BreakerInput },
   actions: {
-    admit: assign(({ event }) => (event.type === "ADMITTED" ? { breaker: event.next } : {})),
+    admit: assign(({ context, event }) => {
+      if (event.type !== "ADMIT" || !event.trial) return {};
+      // Applied to the current snapshot: a trial is counted only if the breaker would admit one now.
+      const d = breakerAllow(context.breaker, context.now(), context.config);
+      return d.allowed && d.trial ? { breaker: d.next } : {};
+    }),
     record: assign(({ context, event }) =>
       event.type === "RESULT"
         ? { breaker: breakerRecord(context.breaker, event.ok, context.now(), context.config, event.trial) }
@@ -82,10 +89,15 @@ export const breakerMachine = setup({
   },
 }).createMachine({
   id: "breaker",
-  context: ({ input }) => ({ service: input.service, config: input.config, breaker: initialBreaker(), now: input.now }),
+  context: ({ input }) => ({
+    service: input.service,
+    config: input.config,
+    breaker: initialBreaker(),
+    now: input.now,
+  }),
   initial: "CLOSED",
   on: {
-    ADMITTED: { actions: "admit", target: ".settling" },
+    ADMIT: { actions: "admit", target: ".settling" },
     RESULT: { actions: "record", target: ".settling" },
     RELEASE: { actions: "release" },
   },
@@ -100,7 +112,10 @@ export const breakerMachine = setup({
       after: { openWindow: { actions: "halfOpen", target: "settling" } },
     },
     HALF_OPEN: {
-      entry: { type: "reportChange", params: ({ context }) => ({ service: context.service, to: "HALF_OPEN" }) },
+      entry: {
+        type: "reportChange",
+        params: ({ context }) => ({ service: context.service, to: "HALF_OPEN" }),
+      },
     },
   },
 });

@@ -35,7 +35,9 @@ export type TaskOutcome =
   | { kind: "breaker-open"; delayMs: number }
   | { kind: "permit-denied"; delayMs: number }
   | { kind: "invalid-payload"; error: unknown }
-  | { kind: "aborted" };
+  | { kind: "aborted" }
+  /** The handler called ctx.waitForSignal() and no signal was delivered: park the job (WAITING). */
+  | { kind: "wait"; timeoutMs: number | null };
 
 /** The job as the task sees it: an opaque record the runtime owns. */
 export interface TaskJob {
@@ -193,7 +195,10 @@ export const jobTaskMachine = setup({
           {
             guard: ({ event }) => !event.granted,
             target: "idle",
-            actions: finishWith((e) => ({ kind: "permit-denied", delayMs: e.type === "PERMIT" ? e.retryInMs : 0 })),
+            actions: finishWith((e) => ({
+              kind: "permit-denied",
+              delayMs: e.type === "PERMIT" ? e.retryInMs : 0,
+            })),
           },
           { target: "running" },
         ],
@@ -203,7 +208,10 @@ export const jobTaskMachine = setup({
     running: {
       entry: { type: "runHandler", params: ({ context }) => context.slot },
       on: {
-        SETTLED: { target: "idle", actions: finishWith((e) => (e.type === "SETTLED" ? e.outcome : { kind: "aborted" })) },
+        SETTLED: {
+          target: "idle",
+          actions: finishWith((e) => (e.type === "SETTLED" ? e.outcome : { kind: "aborted" })),
+        },
         TIMED_OUT: { target: "idle", actions: finishWith((e) => ({ kind: "timeout", error: errorOf(e) })) },
         ABORT: { target: "idle", actions: finishWith(() => ({ kind: "aborted" })) },
         CANCEL: {

@@ -35,7 +35,8 @@ export interface NodeContext extends NodeInput {
 }
 
 /** Events the node accepts. */
-export type NodeEvent = { type: "DRAIN" } | { type: "STOPPED" } | { type: "ADD_BREAKER"; input: BreakerInput };
+export type NodeEvent =
+  { type: "DRAIN" } | { type: "STOPPED" } | { type: "ADD_BREAKER"; input: BreakerInput };
 
 /** The node machine. */
 export const nodeMachine = setup({

@@ -116,7 +116,10 @@ export const pollerMachine = setup({
     },
     waiting: {
       after: {
-        pollDelay: [{ guard: "hasRoom", target: "polling" }, { target: "waiting", reenter: true }],
+        pollDelay: [
+          { guard: "hasRoom", target: "polling" },
+          { target: "waiting", reenter: true },
+        ],
       },
       on: {
         WAKE: [{ guard: "hasRoom", target: "polling" }, { actions: assign({ wakePending: true }) }],

@@ -17,8 +17,7 @@ import {
 
 /** Events the strategy accepts. */
 export type PollingStrategyEvent =
-  | { type: "POLLED"; sample: PollSample; utilization: number }
-  | { type: "WAKEUP"; now: number };
+  { type: "POLLED"; sample: PollSample; utilization: number } | { type: "WAKEUP"; now: number };
 
 /** Input of the strategy actor. */
 export interface PollingStrategyInput {

@@ -14,7 +14,12 @@
  * `phase` in the context says which steps have fired, for the inspector.
  */
 import { assign, setup } from "xstate";
-import { watchdogSchedule, type WatchdogConfig, type WatchdogStep, type WatchdogStepKind } from "../logic/watchdog-schedule.js";
+import {
+  watchdogSchedule,
+  type WatchdogConfig,
+  type WatchdogStep,
+  type WatchdogStepKind,
+} from "../logic/watchdog-schedule.js";
 
 /** The watchdog's context. */
 export interface WatchdogContext {
@@ -34,8 +39,7 @@ export interface WatchdogContext {
 
 /** Events the watchdog accepts. */
 export type WatchdogEvent =
-  | { type: "ARM"; jobId: string; startedAt: number; timeoutMs: number }
-  | { type: "DISARM" };
+  { type: "ARM"; jobId: string; startedAt: number; timeoutMs: number } | { type: "DISARM" };
 
 /** Input of the watchdog actor. */
 export interface WatchdogInput {

@@ -11,6 +11,7 @@ import type { OutcomeSink } from "./outcome-writer.js";
 import { Discard, isTimeoutCancellation, NonRetryableError, Snooze } from "./job-errors.js";
 import type { JobContext } from "./job-context.js";
 import type { JobRun } from "./job-run.js";
+import { WaitForSignal } from "../composition/errors.js";
 
 /** An attempt that hit its hard deadline. */
 export class JobTimeoutError extends Error {
@@ -21,11 +22,13 @@ export class JobTimeoutError extends Error {
 }
 
 /**
- * What a handler's rejection means for its attempt: a Snooze, a timeout (a CancellationRequestedError
- * that counts for this attempt), or an ordinary failure. Shared by the node and pawl/testing.
+ * What a handler's rejection means for its attempt: a Snooze, a wait for a signal (WaitForSignal), a
+ * timeout (a CancellationRequestedError that counts for this attempt), or an ordinary failure. Shared by
+ * the node and pawl/testing.
  */
 export function settlementOf(error: unknown, ctx: JobContext): TaskOutcome {
   if (error instanceof Snooze) return { kind: "snooze", delayMs: error.delayMs };
+  if (error instanceof WaitForSignal) return { kind: "wait", timeoutMs: error.timeoutMs };
   if (isTimeoutCancellation(error, ctx.attemptToken)) return { kind: "timeout", error };
   return { kind: "failure", error };
 }
@@ -56,7 +59,9 @@ function retryDelay(run: JobRun, error: Error, random: () => number): number {
   const attempt = run.claimed.attempt;
   if (typeof policy === "function") {
     const ms = policy(attempt, error);
-    return Number.isFinite(ms) && ms >= 0 ? Math.round(ms) : backoffDelayMs(attempt, { baseMs: 1000, factor: 2, maxMs: 3_600_000, jitter: 0 });
+    return Number.isFinite(ms) && ms >= 0
+      ? Math.round(ms)
+      : backoffDelayMs(attempt, { baseMs: 1000, factor: 2, maxMs: 3_600_000, jitter: 0 });
   }
   return retryDelayMs(attempt, policy, random());
 }
@@ -65,7 +70,8 @@ function fail(run: JobRun, raw: unknown, timedOut: boolean, deps: FinishDeps): v
   const error = toError(raw);
   const { info } = run;
   const refused = (accepted: boolean) => {
-    if (!accepted) deps.events.emit(run.cancelRequested ? "job:canceled" : "job:lost", lostPayload(run, "failure"));
+    if (!accepted)
+      deps.events.emit(run.cancelRequested ? "job:canceled" : "job:lost", lostPayload(run, "failure"));
   };
   let reason: PawlEvents["job:dead"]["reason"] | null = null;
   if (error instanceof Discard) reason = "discarded";
@@ -143,24 +149,64 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
       );
       return;
     case "snooze":
-      reschedule(run, outcome.delayMs, deps, canceledOr(() => deps.events.emit("job:snoozed", { job: info, delayMs: outcome.delayMs })));
+      reschedule(
+        run,
+        outcome.delayMs,
+        deps,
+        canceledOr(() => deps.events.emit("job:snoozed", { job: info, delayMs: outcome.delayMs })),
+      );
       return;
     case "canceled":
       deps.events.emit("job:canceled", { job: info });
       return;
     case "breaker-open": {
       const delayMs = run.breaker && !run.breaker.allowed ? run.breaker.retryInMs : outcome.delayMs;
-      reschedule(run, delayMs, deps, canceledOr(() => deps.events.emit("job:rescheduled", { job: info, reason: "breaker", delayMs })));
+      reschedule(
+        run,
+        delayMs,
+        deps,
+        canceledOr(() => deps.events.emit("job:rescheduled", { job: info, reason: "breaker", delayMs })),
+      );
       return;
     }
     case "permit-denied":
-      reschedule(run, outcome.delayMs, deps, canceledOr(() =>
-        deps.events.emit("job:rescheduled", { job: info, reason: "permit", delayMs: outcome.delayMs }),
-      ));
+      reschedule(
+        run,
+        outcome.delayMs,
+        deps,
+        canceledOr(() =>
+          deps.events.emit("job:rescheduled", { job: info, reason: "permit", delayMs: outcome.delayMs }),
+        ),
+      );
       return;
+    case "wait": {
+      // Parked through the context's services (the node's store); a context without them (pawl/testing)
+      // cannot park, so the job fails for good with a clear error instead.
+      const park = run.ctx?.services?.park;
+      if (!park) {
+        fail(
+          run,
+          new NonRetryableError("ctx.waitForSignal() needs a running node to park the job"),
+          false,
+          deps,
+        );
+        return;
+      }
+      const timeoutMs = outcome.timeoutMs;
+      park(
+        { id: info.id, timeoutMs },
+        canceledOr(() => deps.events.emit("job:waiting", { job: info, timeoutMs })),
+      );
+      return;
+    }
     case "aborted":
       run.ctx?.abort("the node is shutting down");
-      reschedule(run, 0, deps, canceledOr(() => deps.events.emit("job:rescheduled", { job: info, reason: "shutdown", delayMs: 0 })));
+      reschedule(
+        run,
+        0,
+        deps,
+        canceledOr(() => deps.events.emit("job:rescheduled", { job: info, reason: "shutdown", delayMs: 0 })),
+      );
       return;
   }
 }

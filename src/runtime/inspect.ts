@@ -60,7 +60,8 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
     claimer: rt.claimer.describe(),
   }));
   const strategyRef = rt.actor("strategy");
-  const strategySnap = strategyRef?.getSnapshot() as { context: Record<string, unknown>; status: string } | undefined;
+  const strategySnap = strategyRef?.getSnapshot() as
+    { context: Record<string, unknown>; status: string } | undefined;
   const s = strategySnap?.context ?? {};
   poller.children.push({
     id: "strategy",
@@ -86,12 +87,17 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
         ? { id: run.info.id, type: run.info.type, attempt: run.info.attempt, priority: run.info.priority }
         : null,
       runningSince: run && run.startedAt > 0 ? run.startedAt : null,
+      // Known from the start of the attempt, before the watchdog is armed (it arms lazily).
+      deadline: run?.ctx ? run.ctx.deadlineMs : null,
+      timeoutMs: run?.ctx ? run.ctx.deadlineMs - run.startedAt : null,
       cancelRequested: run?.cancelRequested ?? false,
     }));
     const wdRef = rt.actor(`watchdog-${slot}`);
     const armed = (wdRef?.getSnapshot() as { value?: unknown } | undefined)?.value !== "idle";
     const wd = describe(`watchdog-${slot}`, "watchdog", wdRef, (c) =>
-      armed ? { jobId: c.jobId, phase: c.phase, deadline: c.deadline, steps: c.steps } : { jobId: null, phase: null },
+      armed
+        ? { jobId: c.jobId, phase: c.phase, deadline: c.deadline, steps: c.steps }
+        : { jobId: null, phase: null },
     );
     task.children.push(wd);
     children.push(task);
@@ -99,7 +105,12 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
   const breakers = (root.context as { breakers: string[] }).breakers;
   for (const service of breakers) {
     const b = describe(`breaker-${service}`, "breaker", rt.actor(`breaker-${service}`), (c) => {
-      const snap = c.breaker as { state: string; outcomes: { ok: boolean }[]; openedAt: number | null; trialsInFlight: number };
+      const snap = c.breaker as {
+        state: string;
+        outcomes: { ok: boolean }[];
+        openedAt: number | null;
+        trialsInFlight: number;
+      };
       return {
         service,
         state: snap.state,
@@ -117,7 +128,14 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
     nodeId: deps.nodeId,
     state: root.value,
     status: root.status,
-    context: { concurrency: deps.concurrency, prefetch: deps.prefetch, busy: rt.slots.busy, free: rt.slots.free },
+    context: {
+      concurrency: deps.concurrency,
+      prefetch: deps.prefetch,
+      busy: rt.slots.busy,
+      free: rt.slots.free,
+      // Per-queue lanes (limit, running, buffered) when `queues` is configured.
+      ...(rt.lanes ? { queues: rt.lanes.describe() } : {}),
+    },
     buffered: rt.buffered,
     pendingOutcomes: rt.writer.pending,
     coordinator: { ...deps.coordinator.status() },

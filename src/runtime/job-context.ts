@@ -8,6 +8,13 @@ import { PawlError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { jobContextStorage } from "./context-storage.js";
 import { CancellationRequestedError } from "./job-errors.js";
+import {
+  JobComposition,
+  type FlowContext,
+  type SignalDelivery,
+  type WaitForSignalOptions,
+} from "../composition/job-composition.js";
+import type { JobContextServices } from "../composition/signals.js";
 
 /** What a handler learns about its attempt. */
 export class JobContext {
@@ -18,6 +25,7 @@ export class JobContext {
   private controller: AbortController | null = null;
   private abortReason: Error | null = null;
   private boundLogger: Logger | null = null;
+  private composition: JobComposition | null = null;
 
   constructor(
     /** The job id. */
@@ -34,6 +42,8 @@ export class JobContext {
     private readonly baseLogger: Logger,
     /** The node running the attempt. */
     readonly nodeId: string,
+    /** @internal The store access of signals and flows (supplied by a node; absent in pawl/testing). */
+    readonly services?: JobContextServices,
   ) {}
 
   /** Aborted at the hard deadline, when the job is canceled, and at shutdown. */
@@ -47,7 +57,11 @@ export class JobContext {
 
   /** A logger bound to the job and node ids. */
   get logger(): Logger {
-    this.boundLogger ??= this.baseLogger.child({ jobId: this.jobId, jobType: this.type, nodeId: this.nodeId });
+    this.boundLogger ??= this.baseLogger.child({
+      jobId: this.jobId,
+      jobType: this.type,
+      nodeId: this.nodeId,
+    });
     return this.boundLogger;
   }
 
@@ -77,6 +91,53 @@ export class JobContext {
     if (this.abortReason) return;
     this.abortReason = new CancellationRequestedError(reason, this);
     this.controller?.abort(this.abortReason);
+  }
+
+  /**
+   * Waits for an external signal. On the run after `pawl.signal(jobId, payload)` (or after the timeout),
+   * the first call returns what ended the wait; otherwise it throws a `WaitForSignal`, which ends the
+   * attempt and parks the job: WAITING, holding no slot and no connection, the attempt not counted, until
+   * the signal or the timeout makes it runnable again on any node. Let the error propagate (like Snooze),
+   * and keep the handler replayable: it runs again from the start, with the delivery here.
+   *
+   * @throws ValidationError `INVALID_OPTION` for a bad timeout.
+   * @example
+   * ```ts
+   * pawl.register("order.approve", async (order, ctx) => {
+   *   await sendApprovalRequest(order); // runs again on the resumed run: make it idempotent
+   *   const answer = await ctx.waitForSignal<{ approved: boolean }>({ timeoutMs: 86_400_000 });
+   *   if (answer.timedOut || !answer.payload.approved) return reject(order);
+   *   return ship(order);
+   * });
+   * // elsewhere, on any node or client:
+   * await pawl.signal(jobId, { approved: true });
+   * ```
+   */
+  waitForSignal<P = unknown>(options?: WaitForSignalOptions): Promise<SignalDelivery<P>> {
+    return this.compositionView().waitForSignal<P>(options);
+  }
+
+  /** The signal (or timeout) that made this run runnable, or null; does not wait. One read, cached. */
+  receivedSignal<P = unknown>(): Promise<SignalDelivery<P> | null> {
+    return this.compositionView().receivedSignal<P>();
+  }
+
+  /**
+   * The job's flow (chain, batch or workflow) and what its finished dependencies left: their results by
+   * step name (`previous` in a chain), and which of them failed. Null for a job outside a flow.
+   *
+   * @example
+   * ```ts
+   * pawl.register("report.render", async (_p, ctx) => render((await ctx.flow())?.previous));
+   * ```
+   */
+  flow(): Promise<FlowContext | null> {
+    return this.compositionView().flow();
+  }
+
+  private compositionView(): JobComposition {
+    this.composition ??= new JobComposition(this.jobId, this.services);
+    return this.composition;
   }
 
   /**

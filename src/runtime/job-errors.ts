@@ -22,7 +22,8 @@ export class Snooze extends Error {
   ) {
     super(message);
     this.name = "Snooze";
-    if (!Number.isFinite(delayMs) || delayMs < 0) throw new RangeError(`Snooze delay must be >= 0, got ${delayMs}`);
+    if (!Number.isFinite(delayMs) || delayMs < 0)
+      throw new RangeError(`Snooze delay must be >= 0, got ${delayMs}`);
   }
 }
 
@@ -54,7 +55,10 @@ export class CancellationRequestedError extends Error {
   /** The attempt this error was created in (undefined outside a job). */
   readonly attemptToken: object | undefined;
 
-  constructor(message = "cancellation requested", context: JobContext | undefined = jobContextStorage.getStore()) {
+  constructor(
+    message = "cancellation requested",
+    context: JobContext | undefined = jobContextStorage.getStore(),
+  ) {
     super(message);
     this.name = "CancellationRequestedError";
     this.requestedAtCreation = context?.isCancellationRequested() ?? false;

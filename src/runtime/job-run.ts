@@ -36,5 +36,12 @@ export interface JobRun {
 
 /** Builds the event info of a claimed job. */
 export function jobInfo(c: ClaimedJob): JobEventInfo {
-  return { id: c.id, type: c.type, queue: c.queue, priority: c.priority, attempt: c.attempt, maxAttempts: c.maxAttempts };
+  return {
+    id: c.id,
+    type: c.type,
+    queue: c.queue,
+    priority: c.priority,
+    attempt: c.attempt,
+    maxAttempts: c.maxAttempts,
+  };
 }

@@ -23,6 +23,8 @@ import { taskImplementations } from "./task-implementations.js";
 import { releasePermit } from "../store/permits.js";
 import type { Claimer, ClaimerOptions } from "../store/claimer.js";
 import { breakerAllow, type BreakerDecision, type BreakerSnapshot } from "../logic/breaker.js";
+import { QueueLanes } from "../composition/queue-lanes.js";
+import { claimLanes } from "../composition/queue-claim.js";
 
 /**
  * The watchdog actor is armed once an attempt has run this long (or earlier, when its first step is due
@@ -54,6 +56,11 @@ export interface NodeRuntimeDeps {
   coordinator: Coordinator;
   /** Builds the node's claimer. */
   createClaimer: (options: ClaimerOptions) => Claimer;
+  /**
+   * Per-queue limits (`queues` of createPawl): one claim and one slot budget per queue (see
+   * src/composition/queue-lanes.ts). Absent: one claim for all, one buffer.
+   */
+  queues?: ReadonlyMap<string, number> | null;
 }
 
 /** A claimed job waiting in the local buffer, with when it was claimed (clock ms). */
@@ -69,6 +76,8 @@ export class NodeRuntime {
   readonly slots: SlotPool;
   /** How this node claims (classic statement or claim cursors). */
   readonly claimer: Claimer;
+  /** Per-queue lanes (buffers and slot budgets) when `queues` is configured; null otherwise. */
+  readonly lanes: QueueLanes<Buffered> | null;
   /** Claimed jobs waiting for a free slot. */
   private buffer: Buffered[] = [];
   private bufferHead = 0;
@@ -109,6 +118,7 @@ export class NodeRuntime {
       },
     });
     this.slots = new SlotPool(deps.concurrency);
+    this.lanes = deps.queues ? new QueueLanes<Buffered>(deps.queues, deps.prefetch) : null;
     this.claimer = deps.createClaimer({
       store: deps.store,
       nodeId: deps.nodeId,
@@ -138,7 +148,13 @@ export class NodeRuntime {
   async checkRunningCancellations(): Promise<string[]> {
     const now = this.deps.clock.now();
     const ids = [...this.runs.values()]
-      .filter((r) => !r.settled && !r.cancelRequested && r.startedAt > 0 && now - r.startedAt >= this.deps.options.cancelRecheckMs)
+      .filter(
+        (r) =>
+          !r.settled &&
+          !r.cancelRequested &&
+          r.startedAt > 0 &&
+          now - r.startedAt >= this.deps.options.cancelRecheckMs,
+      )
       .map((r) => r.claimed.id);
     if (ids.length === 0) return [];
     const canceled = await this.deps.store.canceledAmong(ids);
@@ -148,21 +164,28 @@ export class NodeRuntime {
 
   private scheduleCancelCheck(): void {
     if (this.draining) return;
-    this.cancelTimer = this.deps.clock.setTimeout(() => {
-      this.checkRunningCancellations()
-        .catch((error: unknown) => this.deps.events.emit("error", { where: "cancel check", error: toError(error) }))
-        .finally(() => this.scheduleCancelCheck());
-    }, Math.max(100, this.deps.options.cancelRecheckMs));
+    this.cancelTimer = this.deps.clock.setTimeout(
+      () => {
+        this.checkRunningCancellations()
+          .catch((error: unknown) =>
+            this.deps.events.emit("error", { where: "cancel check", error: toError(error) }),
+          )
+          .finally(() => this.scheduleCancelCheck());
+      },
+      Math.max(100, this.deps.options.cancelRecheckMs),
+    );
   }
 
   /** How many jobs sit in the local buffer. */
   get buffered(): number {
+    if (this.lanes) return this.lanes.buffered;
     return this.buffer.length - this.bufferHead;
   }
 
   /** Room to claim into: free slots plus prefetch, minus what is buffered. */
   room(): number {
     if (this.draining) return 0;
+    if (this.lanes) return this.lanes.room();
     return this.slots.free + this.deps.prefetch - this.buffered;
   }
 
@@ -194,12 +217,35 @@ export class NodeRuntime {
       this.actor(`slot-${run.slot}`)?.send({ type: "CANCEL" });
       return;
     }
+    if (this.lanes?.has(jobId)) {
+      this.canceledLocally.add(jobId);
+      return;
+    }
     for (let i = this.bufferHead; i < this.buffer.length; i++) {
       if (this.buffer[i]?.job.id === jobId) {
         this.canceledLocally.add(jobId);
         return;
       }
     }
+  }
+
+  /**
+   * Hands back the jobs waiting in the local buffer instead of running them: used when the cluster
+   * declared this node dead, so their rows may already have been recovered and be running elsewhere.
+   * The hand-back is guarded like every outcome (RUNNING and picked by this node): rows already
+   * recovered are left alone, the others go back to PENDING. Returns how many were handed back.
+   */
+  dropBuffered(reason: string): number {
+    const n = this.buffered;
+    if (n === 0) return 0;
+    for (let i = this.bufferHead; i < this.buffer.length; i++) {
+      const { job } = this.buffer[i] as Buffered;
+      this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
+    }
+    this.buffer = [];
+    this.bufferHead = 0;
+    this.deps.logger.warn("handed back buffered jobs", { count: n, reason });
+    return n;
   }
 
   /** The poller's `claim` effect: claims up to the room and reports back. */
@@ -212,16 +258,26 @@ export class NodeRuntime {
       this.afterClaim([], 0, started);
       return;
     }
-    this.claimer
-      .claim(limit, types)
-      .then(
-        (jobs) => this.afterClaim(jobs, limit, started),
-        (error: unknown) => {
-          this.deps.logger.warn("claim failed; the poller backs off", { error: String(error) });
-          this.deps.events.emit("error", { where: "claim", error: toError(error) });
-          poller?.send({ type: "CLAIM_FAILED", error });
-        },
-      );
+    const claiming = this.lanes
+      ? claimLanes(this.lanes.rooms(), {
+          store: this.deps.store,
+          nodeId: this.deps.nodeId,
+          types,
+          boostIntervalMs: this.deps.boostIntervalMs,
+          withPayload: this.deps.claimMode === "full",
+          maxBatch: maxClaimBatch,
+          onError: (queue, error) =>
+            this.deps.events.emit("error", { where: `claim (queue ${queue})`, error: toError(error) }),
+        })
+      : this.claimer.claim(limit, types).then((jobs) => ({ jobs, limit }));
+    claiming.then(
+      (c) => this.afterClaim(c.jobs, c.limit, started),
+      (error: unknown) => {
+        this.deps.logger.warn("claim failed; the poller backs off", { error: String(error) });
+        this.deps.events.emit("error", { where: "claim", error: toError(error) });
+        poller?.send({ type: "CLAIM_FAILED", error });
+      },
+    );
   }
 
   private afterClaim(jobs: ClaimedJob[], limit: number, started: number): void {
@@ -236,7 +292,13 @@ export class NodeRuntime {
       this.buffer = this.buffer.slice(this.bufferHead);
       this.bufferHead = 0;
     }
-    for (const job of jobs) this.buffer.push({ job, claimedAt: now });
+    if (this.lanes) {
+      for (const job of jobs) {
+        // Cannot fail: every job was claimed by its own lane's claim.
+        if (!this.lanes.push({ job, claimedAt: now }))
+          this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
+      }
+    } else for (const job of jobs) this.buffer.push({ job, claimedAt: now });
     if (jobs.length > 0 && events.has("claim")) {
       events.emit("claim", {
         jobs: jobs.map(jobInfo),
@@ -253,48 +315,76 @@ export class NodeRuntime {
     });
     const s = strategy?.getSnapshot().context as PollingStrategyContext | undefined;
     const delayMs = s?.delayMs ?? this.deps.options.polling.minDelayMs;
-    events.emit("poll", { mode: s?.mode ?? "normal", delayMs, claimed: jobs.length, limit, durationMs: now - started });
-    this.actor("poller")?.send({ type: "CLAIMED", claimed: jobs.length, limit, delayMs, mode: s?.mode ?? "normal" });
+    events.emit("poll", {
+      mode: s?.mode ?? "normal",
+      delayMs,
+      claimed: jobs.length,
+      limit,
+      durationMs: now - started,
+    });
+    this.actor("poller")?.send({
+      type: "CLAIMED",
+      claimed: jobs.length,
+      limit,
+      delayMs,
+      mode: s?.mode ?? "normal",
+    });
   }
 
   /** The poller's `dispatch` effect, and what runs whenever a slot frees: start buffered jobs. */
   pump(): void {
+    if (this.lanes) return this.pumpLanes(this.lanes);
     while (this.bufferHead < this.buffer.length && this.slots.free > 0 && !this.draining) {
       const { job, claimedAt } = this.buffer[this.bufferHead] as Buffered;
       this.buffer[this.bufferHead++] = undefined as unknown as Buffered;
-      const type = this.deps.types.get(job.type);
-      if (!type) continue; // cannot happen: only registered types are claimed
-      const slot = this.slots.take();
-      const run: JobRun = {
-        claimed: job,
-        type,
-        task: {
-          id: job.id,
-          type: job.type,
-          attempt: job.attempt,
-          hasPayload: job.payload !== undefined,
-          claimedAt,
-          service: type.service,
-          resource: type.resource,
-        },
-        info: jobInfo(job),
-        slot,
-        claimedAt,
-        payload: job.payload,
-        ctx: null,
-        startedAt: 0,
-        settled: false,
-        permitHeld: false,
-        breaker: null,
-        invalid: null,
-        cancelRequested: this.canceledLocally.delete(job.id),
-        armAt: 0,
-        armed: false,
-      };
-      this.runs.set(job.id, run);
-      this.slots.assign(slot, run);
-      this.actor(`slot-${slot}`)?.send({ type: "START", job: run.task });
+      this.startRun(job, claimedAt);
     }
+  }
+
+  /** pump() with `queues`: each lane starts jobs up to its own limit (src/composition/queue-lanes.ts). */
+  private pumpLanes(lanes: QueueLanes<Buffered>): void {
+    while (this.slots.free > 0 && !this.draining) {
+      const next = lanes.next();
+      if (!next) return;
+      if (!this.startRun(next.job, next.claimedAt)) lanes.release(next.job.queue);
+    }
+  }
+
+  /** Starts a claimed job in a free slot (the caller checked there is one). False for an unknown type. */
+  private startRun(job: ClaimedJob, claimedAt: number): boolean {
+    const type = this.deps.types.get(job.type);
+    if (!type) return false; // cannot happen: only registered types are claimed
+    const slot = this.slots.take();
+    const run: JobRun = {
+      claimed: job,
+      type,
+      task: {
+        id: job.id,
+        type: job.type,
+        attempt: job.attempt,
+        hasPayload: job.payload !== undefined,
+        claimedAt,
+        service: type.service,
+        resource: type.resource,
+      },
+      info: jobInfo(job),
+      slot,
+      claimedAt,
+      payload: job.payload,
+      ctx: null,
+      startedAt: 0,
+      settled: false,
+      permitHeld: false,
+      breaker: null,
+      invalid: null,
+      cancelRequested: this.canceledLocally.delete(job.id),
+      armAt: 0,
+      armed: false,
+    };
+    this.runs.set(job.id, run);
+    this.slots.assign(slot, run);
+    this.actor(`slot-${slot}`)?.send({ type: "START", job: run.task });
+    return true;
   }
 
   /** Arms the slot's watchdog for an attempt (two actor events per attempt that needs watching). */
@@ -302,12 +392,23 @@ export class NodeRuntime {
     run.armAt = 0;
     if (run.settled || !run.ctx) return;
     run.armed = true;
-    this.actor(`watchdog-${run.slot}`)?.send({
-      type: "ARM",
+    const event = {
+      type: "ARM" as const,
       jobId: run.claimed.id,
       startedAt: run.startedAt,
       timeoutMs: run.ctx.deadlineMs - run.startedAt,
-    });
+    };
+    this.sendLater(`watchdog-${run.slot}`, event);
+  }
+
+  /**
+   * Sends to another actor after the current step. Effects run inside an actor's step; an event that
+   * made a second actor assign to its context from there would be processed nested in the first one's
+   * action, which xstate warns about. Every runtime-to-actor message from an effect goes through here;
+   * microtasks keep their order, so an ARM always precedes its DISARM.
+   */
+  sendLater(systemId: string, event: { type: string } & Record<string, unknown>): void {
+    queueMicrotask(() => this.actor(systemId)?.send(event));
   }
 
   /**
@@ -329,13 +430,14 @@ export class NodeRuntime {
       if (run.armAt <= now) this.armWatchdog(run);
       else waiting = true;
     }
-    if (waiting) this.armSweepTimer = this.deps.clock.setTimeout(() => this.armSweep(), watchdogArmDelayMs / 2);
+    if (waiting)
+      this.armSweepTimer = this.deps.clock.setTimeout(() => this.armSweep(), watchdogArmDelayMs / 2);
   }
 
   /** The job task's `finish` effect: records the outcome and frees the slot. */
   finish(run: JobRun, outcome: Parameters<typeof finishAttempt>[1]): void {
     run.settled = true;
-    if (run.armed) this.actor(`watchdog-${run.slot}`)?.send({ type: "DISARM" });
+    if (run.armed) this.sendLater(`watchdog-${run.slot}`, { type: "DISARM" });
     finishAttempt(run, outcome, {
       writer: this.writer,
       events: this.deps.events,
@@ -343,21 +445,23 @@ export class NodeRuntime {
       now: () => this.deps.clock.now(),
       breakerResult: (r, ok) => {
         if (!r.type.service || !r.breaker?.allowed) return;
-        this.actor(`breaker-${r.type.service}`)?.send({ type: "RESULT", ok, trial: r.breaker.trial });
+        this.sendLater(`breaker-${r.type.service}`, { type: "RESULT", ok, trial: r.breaker.trial });
       },
       breakerRelease: (r) => {
         if (!r.type.service || !r.breaker?.allowed || !r.breaker.trial) return;
-        this.actor(`breaker-${r.type.service}`)?.send({ type: "RELEASE", trial: true });
+        this.sendLater(`breaker-${r.type.service}`, { type: "RELEASE", trial: true });
       },
     });
     if (run.permitHeld && run.type.resource) {
       const resource = run.type.resource;
-      releasePermit(this.deps.store.pool, this.deps.store.tables, resource, run.claimed.id).catch((error: unknown) =>
-        this.deps.events.emit("error", { where: "release permit", error: toError(error) }),
+      releasePermit(this.deps.store.pool, this.deps.store.tables, resource, run.claimed.id).catch(
+        (error: unknown) =>
+          this.deps.events.emit("error", { where: "release permit", error: toError(error) }),
       );
     }
     this.runs.delete(run.claimed.id);
     this.slots.release(run.slot);
+    this.lanes?.release(run.claimed.queue);
     // Start the next buffered job after this transition completes (the slot's actor is mid-step now).
     queueMicrotask(() => {
       this.pump();
@@ -379,19 +483,25 @@ export class NodeRuntime {
   }
 
   /**
-   * Records the job's admission with its breaker: decided again on the current snapshot and sent in the
-   * same step, so no result recorded meanwhile can be overwritten by a stale decision.
+   * Records the job's admission with its breaker. The event carries only whether the job took a
+   * HALF_OPEN trial; the breaker applies that to its own current snapshot, so a result that lands in
+   * between is never overwritten by a stale copy (see breaker-machine.ts, ADMIT).
    */
   admitBreaker(run: JobRun): void {
     const service = run.type.service;
     if (!service) return;
     run.breaker = this.breakerDecision(service);
-    this.breakerActor(service).send({ type: "ADMITTED", next: run.breaker.next });
+    if (run.breaker.allowed && run.breaker.trial)
+      this.sendLater(`breaker-${service}`, { type: "ADMIT", trial: true });
   }
 
   private breakerDecision(service: string): BreakerDecision {
     const snapshot = this.breakerActor(service).getSnapshot() as { context: { breaker: BreakerSnapshot } };
-    return breakerAllow(snapshot.context.breaker, this.deps.clock.now(), this.deps.options.breakerFor(service));
+    return breakerAllow(
+      snapshot.context.breaker,
+      this.deps.clock.now(),
+      this.deps.options.breakerFor(service),
+    );
   }
 
   private breakerActor(service: string): AnyActorRef {
@@ -428,6 +538,8 @@ export class NodeRuntime {
     }
     this.buffer = [];
     this.bufferHead = 0;
+    for (const { job } of this.lanes?.takeAll() ?? [])
+      this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
     this.stopping = (async () => {
       let aborted = 0;
       if (this.slots.busy > 0) {
@@ -444,7 +556,9 @@ export class NodeRuntime {
       // RUNNING under this node id and orphan recovery (or this node's next startup) takes them back.
       const drained = await Promise.race([
         this.writer.drain().then(() => true),
-        new Promise<boolean>((resolve) => this.deps.clock.setTimeout(() => resolve(false), outcomeDrainLimitMs)),
+        new Promise<boolean>((resolve) =>
+          this.deps.clock.setTimeout(() => resolve(false), outcomeDrainLimitMs),
+        ),
       ]);
       if (!drained) {
         this.deps.logger.warn("stopped with job outcomes not written; orphan recovery will reclaim them", {

@@ -112,10 +112,22 @@ export class OutcomeWriter implements OutcomeSink {
     // Each kind lands or fails on its own: re-running a kind that already landed would find its rows
     // no longer RUNNING and report them lost.
     const results = await Promise.allSettled([
-      this.store.complete(this.nodeId, q.complete.map((e) => e.item)),
-      this.store.retry(this.nodeId, q.retry.map((e) => e.item)),
-      this.store.kill(this.nodeId, q.kill.map((e) => e.item)),
-      this.store.reschedule(this.nodeId, q.reschedule.map((e) => e.item)),
+      this.store.complete(
+        this.nodeId,
+        q.complete.map((e) => e.item),
+      ),
+      this.store.retry(
+        this.nodeId,
+        q.retry.map((e) => e.item),
+      ),
+      this.store.kill(
+        this.nodeId,
+        q.kill.map((e) => e.item),
+      ),
+      this.store.reschedule(
+        this.nodeId,
+        q.reschedule.map((e) => e.item),
+      ),
     ]);
     const kinds = ["complete", "retry", "kill", "reschedule"] as const;
     let failed: unknown = null;
@@ -135,7 +147,8 @@ export class OutcomeWriter implements OutcomeSink {
       return;
     }
     this.failures++;
-    if (this.failures === 1) this.logger.warn("writing job outcomes failed; retrying", { error: String(failed) });
+    if (this.failures === 1)
+      this.logger.warn("writing job outcomes failed; retrying", { error: String(failed) });
     this.onError(failed);
   }
 }

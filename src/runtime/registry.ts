@@ -69,7 +69,10 @@ const keys = new Set([
 function int(name: string, v: unknown, min: number, max: number): number | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
-    throw new ValidationError("INVALID_OPTION", `invalid ${name} ${JSON.stringify(v)}: use an integer from ${min} to ${max}`);
+    throw new ValidationError(
+      "INVALID_OPTION",
+      `invalid ${name} ${JSON.stringify(v)}: use an integer from ${min} to ${max}`,
+    );
   }
   return v;
 }
@@ -77,7 +80,10 @@ function int(name: string, v: unknown, min: number, max: number): number | undef
 function label(name: string, v: unknown): string | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== "string" || !/^[A-Za-z0-9_.:\-/]{1,100}$/.test(v)) {
-    throw new ValidationError("INVALID_OPTION", `invalid ${name} ${JSON.stringify(v)}: use 1-100 letters, digits or _.:-/`);
+    throw new ValidationError(
+      "INVALID_OPTION",
+      `invalid ${name} ${JSON.stringify(v)}: use 1-100 letters, digits or _.:-/`,
+    );
   }
   return v;
 }
@@ -89,7 +95,8 @@ export function resolveJobType(type: string, handler: unknown, options: Register
     throw new ValidationError("INVALID_OPTION", `the handler of ${type} must be a function`);
   }
   for (const k of Object.keys(options)) {
-    if (!keys.has(k)) throw new ValidationError("UNKNOWN_OPTION", `unknown register option ${JSON.stringify(k)} for ${type}`);
+    if (!keys.has(k))
+      throw new ValidationError("UNKNOWN_OPTION", `unknown register option ${JSON.stringify(k)} for ${type}`);
   }
   for (const fn of ["validate", "nonRetryable"] as const) {
     if (options[fn] !== undefined && typeof options[fn] !== "function") {

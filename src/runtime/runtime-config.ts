@@ -7,9 +7,15 @@ import { resolveBreakerConfig, type BreakerConfig } from "../logic/breaker.js";
 import { resolvePollingConfig, type PollingConfig } from "../logic/polling-strategy.js";
 import { defaultTimeoutMs, resolveWatchdogConfig, type WatchdogConfig } from "../logic/watchdog-schedule.js";
 import { intOption } from "../int-option.js";
+import {
+  clusterOptionKeys,
+  resolveClusterOptions,
+  type ClusterOptions,
+  type ResolvedClusterOptions,
+} from "../cluster/cluster-options.js";
 
-/** Runtime options of {@link createPawl}. */
-export interface RuntimeOptions {
+/** Runtime options of {@link createPawl} (the cluster's options included: see {@link ClusterOptions}). */
+export interface RuntimeOptions extends ClusterOptions {
   /** The attempt timeout for types and jobs without their own (ms). Default 30 minutes. */
   defaultTimeoutMs?: number;
   /** Watchdog: `softTimeoutPercent` (80) and `cancellationGraceMs` (0). */
@@ -37,6 +43,8 @@ export interface ResolvedRuntimeOptions {
   resources: ReadonlyMap<string, number>;
   permitRetryDelayMs: number;
   cancelRecheckMs: number;
+  /** Heartbeats, failure detection, leases, clock skew, recurring jobs, pruning. */
+  cluster: ResolvedClusterOptions;
 }
 
 /** The runtime option names (createPawl accepts them beside the base options). */
@@ -49,10 +57,14 @@ export const runtimeOptionKeys = [
   "resources",
   "permitRetryDelayMs",
   "cancelRecheckMs",
+  ...clusterOptionKeys,
 ] as const;
 
 /** Validates the runtime options. @throws ValidationError `INVALID_CONFIG`. */
-export function resolveRuntimeOptions(o: RuntimeOptions, pollIntervalMs: number | undefined): ResolvedRuntimeOptions {
+export function resolveRuntimeOptions(
+  o: RuntimeOptions,
+  pollIntervalMs: number | undefined,
+): ResolvedRuntimeOptions {
   const polling = { ...o.polling };
   if (pollIntervalMs !== undefined) {
     polling.minDelayMs = pollIntervalMs;
@@ -81,5 +93,6 @@ export function resolveRuntimeOptions(o: RuntimeOptions, pollIntervalMs: number 
     resources,
     permitRetryDelayMs: intOption("permitRetryDelayMs", o.permitRetryDelayMs ?? 5000, 0, 2 ** 31 - 1),
     cancelRecheckMs: intOption("cancelRecheckMs", o.cancelRecheckMs ?? 1000, 0, 2 ** 31 - 1),
+    cluster: resolveClusterOptions(o),
   };
 }

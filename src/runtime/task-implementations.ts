@@ -18,9 +18,13 @@ import { pollerMachine } from "../machines/poller-machine.js";
 import { pollingStrategyLogic } from "../machines/polling-strategy-actor.js";
 import { watchdogMachine } from "../machines/watchdog-machine.js";
 import { watchdogSchedule, type WatchdogStep } from "../logic/watchdog-schedule.js";
+import { contextServices } from "../composition/signals.js";
 
 /** Batches per-job reads (payload loads, cancellation checks) that arrive in the same tick into one query. */
-function batcher<T>(flush: (ids: string[]) => Promise<T>, deliver: (result: T | Error, ids: string[]) => void) {
+function batcher<T>(
+  flush: (ids: string[]) => Promise<T>,
+  deliver: (result: T | Error, ids: string[]) => void,
+) {
   let pending: string[] = [];
   return (id: string) => {
     pending.push(id);
@@ -42,6 +46,8 @@ export function taskImplementations(rt: NodeRuntime) {
   const { clock, events, logger, options, store } = deps;
   const runOf = (slot: number): JobRun | undefined => rt.slots.runOf(slot) ?? undefined;
   const send = (run: JobRun, event: JobTaskEvent) => rt.actor(`slot-${run.slot}`)?.send(event);
+  // What a handler's ctx.waitForSignal() and ctx.flow() read, and where a "wait" outcome parks the job.
+  const services = contextServices(store, deps.nodeId, rt.writer, events);
 
   const settle = (run: JobRun, outcome: TaskOutcome) => {
     if (run.settled) return; // the watchdog or shutdown ended this attempt already
@@ -90,6 +96,7 @@ export function taskImplementations(rt: NodeRuntime) {
       now + timeoutMs,
       logger,
       deps.nodeId,
+      services,
     );
     run.ctx = ctx;
     if (run.cancelRequested) ctx.abort("the job was canceled");
@@ -97,7 +104,10 @@ export function taskImplementations(rt: NodeRuntime) {
     if (firstStep - now <= watchdogArmDelayMs) rt.armWatchdog(run);
     else rt.armLater(run);
     if (events.has("job:started")) {
-      events.emit("job:started", { job: run.info, pickupLatencyMs: Date.now() - run.claimed.scheduledTime.getTime() });
+      events.emit("job:started", {
+        job: run.info,
+        pickupLatencyMs: Date.now() - run.claimed.scheduledTime.getTime(),
+      });
     }
     invokeHandler(run.type.handler, run.payload, ctx, (outcome) => settle(run, outcome));
   };
@@ -188,7 +198,9 @@ export function taskImplementations(rt: NodeRuntime) {
         if (!run || run.settled || !run.ctx) return;
         const payload = { job: run.info, deadline: run.ctx.deadlineMs };
         if (step.kind === "soft-warning") {
-          run.ctx.logger.warn("job is close to its timeout", { deadline: new Date(run.ctx.deadlineMs).toISOString() });
+          run.ctx.logger.warn("job is close to its timeout", {
+            deadline: new Date(run.ctx.deadlineMs).toISOString(),
+          });
           events.emit("watchdog:soft-warning", payload);
         } else if (step.kind === "cancel-request") {
           run.ctx.requestCancellation();
@@ -222,7 +234,8 @@ export function taskImplementations(rt: NodeRuntime) {
   const poller = pollerMachine.provide({
     actions: {
       claim: () => rt.claim(),
-      dispatch: () => rt.pump(),
+      // After the poller's step, so the tasks it starts do not run nested inside this action.
+      dispatch: () => queueMicrotask(() => rt.pump()),
     },
     guards: {
       hasRoom: () => rt.room() > 0,

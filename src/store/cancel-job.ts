@@ -1,7 +1,8 @@
 /**
- * Canceling a job. A PENDING job becomes CANCELED at once. A RUNNING one becomes CANCELED in the store
- * too: the node running it sees its completion refused (the row is no longer RUNNING) and discards the
- * result, and the cancel request reaches the handler's context through the runtime.
+ * Canceling a job. A PENDING (or WAITING, or PAUSED) job becomes CANCELED at once. A RUNNING one becomes
+ * CANCELED in the store too: the node running it sees its completion refused (the row is no longer
+ * RUNNING) and discards the result, and the cancel request reaches the handler's context through the
+ * runtime.
  */
 import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from "./job-row.js";
 import type { Queryable, Tables } from "./sql.js";
@@ -17,12 +18,17 @@ export interface CancelResult {
 }
 
 /** Cancels a job; null when no job has that id. */
-export async function cancelJob(db: Queryable, t: Tables, id: string, reason: string): Promise<CancelResult | null> {
+export async function cancelJob(
+  db: Queryable,
+  t: Tables,
+  id: string,
+  reason: string,
+): Promise<CancelResult | null> {
   const res = await db.query<JobRow & { previous_status: JobStatus }>(
     `WITH prev AS (SELECT id, status FROM ${t.jobs} WHERE id = $1 FOR UPDATE),
      upd AS (
        UPDATE ${t.jobs} j SET status = 'CANCELED', cancel_reason = $2, finished_at = now(), updated_at = now()
-       FROM prev WHERE j.id = prev.id AND prev.status IN ('PENDING', 'RUNNING')
+       FROM prev WHERE j.id = prev.id AND prev.status IN ('PENDING', 'RUNNING', 'WAITING', 'PAUSED')
        RETURNING ${jobColumns("j")}
      )
      SELECT prev.status AS previous_status, u.* FROM prev LEFT JOIN upd u ON true`,

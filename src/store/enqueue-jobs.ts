@@ -96,7 +96,9 @@ export async function enqueueJobs(db: Queryable, t: Tables, jobs: readonly NewJo
     pending = still;
   }
   if (out.some((o) => o === undefined)) {
-    throw new Error("pawl: enqueue could not settle unique keys after 5 rounds (heavy contention on one key)");
+    throw new Error(
+      "pawl: enqueue could not settle unique keys after 5 rounds (heavy contention on one key)",
+    );
   }
   return out as EnqueuedJob[];
 }

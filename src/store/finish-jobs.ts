@@ -60,7 +60,12 @@ async function ids(res: Promise<{ rows: { id: string }[] }>): Promise<Set<string
 }
 
 /** Marks jobs SUCCEEDED with their results. Returns the ids that were still held by `nodeId`. */
-export function completeJobs(db: Queryable, t: Tables, nodeId: string, items: readonly Completion[]): Promise<Set<string>> {
+export function completeJobs(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  items: readonly Completion[],
+): Promise<Set<string>> {
   if (items.length === 0) return Promise.resolve(new Set());
   const stmt = named(
     t,
@@ -75,7 +80,12 @@ export function completeJobs(db: Queryable, t: Tables, nodeId: string, items: re
 }
 
 /** Puts failed jobs back to PENDING after their backoff, recording the error. */
-export function retryJobs(db: Queryable, t: Tables, nodeId: string, items: readonly Retry[]): Promise<Set<string>> {
+export function retryJobs(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  items: readonly Retry[],
+): Promise<Set<string>> {
   if (items.length === 0) return Promise.resolve(new Set());
   const stmt = named(
     t,
@@ -88,12 +98,19 @@ export function retryJobs(db: Queryable, t: Tables, nodeId: string, items: reado
      RETURNING j.id`,
   );
   return ids(
-    db.query(stmt([items.map((i) => i.id), items.map((i) => i.delayMs), items.map((i) => trim(i.error)), nodeId])),
+    db.query(
+      stmt([items.map((i) => i.id), items.map((i) => i.delayMs), items.map((i) => trim(i.error)), nodeId]),
+    ),
   );
 }
 
 /** Moves failed jobs to the dead letter queue (status DEAD), recording the error. */
-export function killJobs(db: Queryable, t: Tables, nodeId: string, items: readonly Death[]): Promise<Set<string>> {
+export function killJobs(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  items: readonly Death[],
+): Promise<Set<string>> {
   if (items.length === 0) return Promise.resolve(new Set());
   const stmt = named(
     t,

@@ -5,7 +5,10 @@ import { ValidationError } from "../errors.js";
 export function validateJobId(id: unknown): string {
   const s = typeof id === "number" && Number.isSafeInteger(id) ? String(id) : id;
   if (typeof s !== "string" || !/^[1-9]\d{0,18}$/.test(s) || BigInt(s) > 9223372036854775807n) {
-    throw new ValidationError("INVALID_OPTION", `invalid job id ${JSON.stringify(id)}: use a positive integer`);
+    throw new ValidationError(
+      "INVALID_OPTION",
+      `invalid job id ${JSON.stringify(id)}: use a positive integer`,
+    );
   }
   return s;
 }

@@ -3,11 +3,23 @@
  * database and strings in JavaScript, so they never lose precision.
  */
 
-/** The statuses a job can be in. A retry is PENDING again with a later scheduled time. */
-export type JobStatus = "PENDING" | "RUNNING" | "SUCCEEDED" | "CANCELED" | "DEAD";
+/**
+ * The statuses a job can be in. A retry is PENDING again with a later scheduled time. WAITING (a flow step
+ * whose dependencies have not finished, a flow's completion job, or a job parked by ctx.waitForSignal) and
+ * PAUSED (pawl.pauseJob, or a paused queue or job type) are never claimed (docs/composition.md).
+ */
+export type JobStatus = "PENDING" | "RUNNING" | "SUCCEEDED" | "CANCELED" | "DEAD" | "WAITING" | "PAUSED";
 
 /** All statuses, in lifecycle order. */
-export const jobStatuses: readonly JobStatus[] = ["PENDING", "RUNNING", "SUCCEEDED", "CANCELED", "DEAD"];
+export const jobStatuses: readonly JobStatus[] = [
+  "WAITING",
+  "PAUSED",
+  "PENDING",
+  "RUNNING",
+  "SUCCEEDED",
+  "CANCELED",
+  "DEAD",
+];
 
 /** One failed attempt, as kept in the job's `errors` (the newest 20 are kept). */
 export interface JobErrorRecord {
@@ -54,6 +66,14 @@ export interface Job<P = unknown> {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /** The flow (chain, batch or workflow) the job belongs to, as a member or as its completion job. */
+  flowId?: string | null;
+  /** The job's name in its flow (null for a flow's completion job and for ordinary jobs). */
+  flowStep?: string | null;
+  /** For a WAITING job: whether it waits for a signal or for its flow dependencies. */
+  waitingFor?: "signal" | "dependencies" | null;
+  /** For a PAUSED job: what holds it (pawl.pauseJob, or a queue or job type pause). */
+  pausedBy?: "job" | "queue" | "type" | null;
 }
 
 /** The columns of scheduler_job_queue, as pg returns them. */
@@ -77,6 +97,10 @@ export interface JobRow {
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
+  flow_id?: string | null;
+  flow_step?: string | null;
+  signal_state?: string | null;
+  paused_by?: "job" | "queue" | "type" | null;
 }
 
 /** Every column, for SELECT and RETURNING lists (qualified by `alias` when given). */
@@ -102,6 +126,10 @@ export function jobColumns(alias?: string): string {
     "created_at",
     "updated_at",
     "finished_at",
+    "flow_id",
+    "flow_step",
+    "signal_state",
+    "paused_by",
   ]
     .map((c) => p + c)
     .join(", ");
@@ -131,5 +159,10 @@ export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     finishedAt: row.finished_at,
+    flowId: row.flow_id ?? null,
+    flowStep: row.flow_step ?? null,
+    waitingFor:
+      row.status === "WAITING" ? (row.signal_state === "waiting" ? "signal" : "dependencies") : null,
+    pausedBy: row.status === "PAUSED" ? (row.paused_by ?? null) : null,
   };
 }

@@ -73,7 +73,10 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
     for (const m of migrations) {
       if (have.has(m.version)) continue;
       await client.query(m.sql.replaceAll("{{schema}}", s));
-      await client.query(`INSERT INTO ${s}.pawl_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+      await client.query(`INSERT INTO ${s}.pawl_migrations (version, name) VALUES ($1, $2)`, [
+        m.version,
+        m.name,
+      ]);
       applied.push(m.version);
     }
     await client.query("COMMIT");

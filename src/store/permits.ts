@@ -41,7 +41,12 @@ export async function acquirePermit(
 }
 
 /** Gives a job's permit back. */
-export async function releasePermit(pool: pg.Pool, t: Tables, resource: string, jobId: string): Promise<void> {
+export async function releasePermit(
+  pool: pg.Pool,
+  t: Tables,
+  resource: string,
+  jobId: string,
+): Promise<void> {
   await pool.query(`DELETE FROM ${t.permits} WHERE resource = $1 AND job_id = $2`, [resource, jobId]);
 }
 

@@ -1,4 +1,4 @@
-import pg from "pg";
+import type pg from "pg";
 import { createPawl } from "../../src/index.js";
 import type { PawlConfig } from "../../src/config.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "./db.js";

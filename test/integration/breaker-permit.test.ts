@@ -68,10 +68,14 @@ describe("resource permits", () => {
     n = testNode(schema, { concurrency: 2, resources: { "smtp-pool": 1 }, permitRetryDelayMs: 150 });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    n.register("mail", async (p: { first: boolean }) => {
-      if (p.first) await gate;
-      return "sent";
-    }, { resource: "smtp-pool" });
+    n.register(
+      "mail",
+      async (p: { first: boolean }) => {
+        if (p.first) await gate;
+        return "sent";
+      },
+      { resource: "smtp-pool" },
+    );
     await n.start();
     const first = await n.enqueue("mail", { first: true });
     await n.events.next("job:started", (e) => e.job.id === first.id);

@@ -24,7 +24,9 @@ function node(config: Parameters<typeof testNode>[1] = {}): Pawl {
 }
 
 const untilAborted = (ctx: JobContext) =>
-  new Promise<string>((resolve) => ctx.signal.addEventListener("abort", () => resolve("aborted"), { once: true }));
+  new Promise<string>((resolve) =>
+    ctx.signal.addEventListener("abort", () => resolve("aborted"), { once: true }),
+  );
 
 describe("cancel while running", () => {
   it("discards the result, keeps CANCELED and tells the handler's context", async () => {
@@ -42,7 +44,11 @@ describe("cancel while running", () => {
     expect(result.outcome).toBe("running-canceled");
     await n.events.next("job:canceled", (e) => e.job.id === job.id);
     expect(seen).toEqual([true]);
-    expect(await n.getJob(job.id)).toMatchObject({ status: "CANCELED", cancelReason: "user asked", result: null });
+    expect(await n.getJob(job.id)).toMatchObject({
+      status: "CANCELED",
+      cancelReason: "user asked",
+      result: null,
+    });
   });
 
   it("reaches the running node from another node through the store check (no coordinator)", async () => {
@@ -70,7 +76,10 @@ describe("drain", () => {
     n.register("stubborn", async (_p, ctx) => untilAborted(ctx));
     n.register("waiting", async () => "never started");
     await n.start();
-    const [q, s] = await n.enqueueMany([{ type: "quick", priority: 50 }, { type: "stubborn", priority: 50 }]);
+    const [q, s] = await n.enqueueMany([
+      { type: "quick", priority: 50 },
+      { type: "stubborn", priority: 50 },
+    ]);
     await n.events.next("job:started", (e) => e.job.id === s!.id);
     const buffered = await n.enqueueMany(Array.from({ length: 3 }, () => ({ type: "waiting", delayMs: 0 })));
     const stopped = n.stop({ graceMs: 300 });
@@ -83,7 +92,9 @@ describe("drain", () => {
       expect(read?.status === "PENDING" || read?.status === "SUCCEEDED").toBe(true);
       if (read?.status === "PENDING") expect(read.attempts).toBe(0);
     }
-    const running = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE status = 'RUNNING'`);
+    const running = await pool.query(
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE status = 'RUNNING'`,
+    );
     expect(running.rows[0].n).toBe(0);
   });
 

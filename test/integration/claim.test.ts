@@ -36,7 +36,13 @@ describe("claim", () => {
     let duplicates = 0;
     const run = async (s: JobStore, node: string) => {
       for (;;) {
-        const batch = await s.claim({ nodeId: node, limit: 97, types: ["bulk"], boostIntervalMs: 0, withPayload: false });
+        const batch = await s.claim({
+          nodeId: node,
+          limit: 97,
+          types: ["bulk"],
+          boostIntervalMs: 0,
+          withPayload: false,
+        });
         if (batch.length === 0) return;
         for (const j of batch) {
           if (seen.has(j.id)) duplicates++;
@@ -49,7 +55,10 @@ describe("claim", () => {
     await poolB.end();
     expect(duplicates).toBe(0);
     expect(seen.size).toBe(10_000);
-    const byNode = [...seen.values()].reduce((m, n) => m.set(n, (m.get(n) ?? 0) + 1), new Map<string, number>());
+    const byNode = [...seen.values()].reduce(
+      (m, n) => m.set(n, (m.get(n) ?? 0) + 1),
+      new Map<string, number>(),
+    );
     expect(byNode.get("A")).toBeGreaterThan(0);
     expect(byNode.get("B")).toBeGreaterThan(0);
     const counted = await pool.query(
@@ -75,11 +84,19 @@ describe("claim", () => {
       newJob("b", 20, { runAt: at(-1000) }), // 5
     ]);
     const ids = rows.map((r) => r.id);
-    const claimed = await store.claim({ nodeId: "n", limit: 10, types: ["a", "b"], boostIntervalMs: 0, withPayload: true });
+    const claimed = await store.claim({
+      nodeId: "n",
+      limit: 10,
+      types: ["a", "b"],
+      boostIntervalMs: 0,
+      withPayload: true,
+    });
     expect(claimed.map((c) => c.id)).toEqual([ids[1], ids[5], ids[2], ids[0]]);
     expect(claimed[0]?.payload).toEqual({ n: 1 });
     expect(claimed.every((c) => c.attempt === 1 && c.boost === 0)).toBe(true);
-    const left = await pool.query(`SELECT id FROM "${schema}".scheduler_job_queue WHERE status = 'PENDING' ORDER BY id`);
+    const left = await pool.query(
+      `SELECT id FROM "${schema}".scheduler_job_queue WHERE status = 'PENDING' ORDER BY id`,
+    );
     expect(left.rows.map((r) => r.id)).toEqual([ids[3], ids[4]]);
   });
 
@@ -93,8 +110,17 @@ describe("claim", () => {
       newJob("a", 11, { runAt: t0 }),
     ]);
     const claimAt = async (now: Date) => {
-      const c = await store.claim({ nodeId: "n", limit: 1, types: ["a"], boostIntervalMs: interval, withPayload: false, now });
-      await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING', attempts = 0 WHERE status = 'RUNNING'`);
+      const c = await store.claim({
+        nodeId: "n",
+        limit: 1,
+        types: ["a"],
+        boostIntervalMs: interval,
+        withPayload: false,
+        now,
+      });
+      await pool.query(
+        `UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING', attempts = 0 WHERE status = 'RUNNING'`,
+      );
       return c;
     };
     // 1 ms short of one interval: no boost yet, the fresh job's higher raw priority wins.
@@ -112,10 +138,19 @@ describe("claim", () => {
     // effective 10 + 1 = 11 ties with fresh's 11, and the older scheduled time wins the tie.
     expect(atBoundary.map((j) => [j.id, j.boost])).toEqual([[old?.id, 1]]);
     // With the boost disabled the raw priority decides.
-    const disabled = await store.claim({ nodeId: "n", limit: 1, types: ["a"], boostIntervalMs: 0, withPayload: false, now: t0 });
+    const disabled = await store.claim({
+      nodeId: "n",
+      limit: 1,
+      types: ["a"],
+      boostIntervalMs: 0,
+      withPayload: false,
+      now: t0,
+    });
     expect(disabled.map((j) => j.id)).toEqual([fresh?.id]);
     // The persisted priority is never rewritten.
-    const prio = await pool.query(`SELECT priority FROM "${schema}".scheduler_job_queue WHERE id = $1`, [old?.id]);
+    const prio = await pool.query(`SELECT priority FROM "${schema}".scheduler_job_queue WHERE id = $1`, [
+      old?.id,
+    ]);
     expect(prio.rows[0].priority).toBe(10);
   });
 
@@ -127,13 +162,10 @@ describe("claim", () => {
     const client = await pool.connect();
     try {
       await client.query("BEGIN");
-      const plan = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) ${claimSql(store.tables, false)}`, [
-        500,
-        "explain",
-        ["e"],
-        15 * 60_000,
-        null,
-      ]);
+      const plan = await client.query(
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) ${claimSql(store.tables, false)}`,
+        [500, "explain", ["e"], 15 * 60_000, null],
+      );
       await client.query("ROLLBACK");
       const text = plan.rows.map((r) => r["QUERY PLAN"]).join("\n");
       expect(text).toContain("scheduler_job_queue_claim_idx");

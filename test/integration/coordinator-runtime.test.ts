@@ -65,7 +65,9 @@ describe.each(transports())("wakeups through the %s coordinator", (coordinator) 
     const seen: boolean[] = [];
     const b = await idleReceiver(coordinator, (n) =>
       n.register(type, async (_p, ctx) => {
-        await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+        await new Promise<void>((resolve) =>
+          ctx.signal.addEventListener("abort", () => resolve(), { once: true }),
+        );
         seen.push(ctx.isCancellationRequested());
       }),
     );

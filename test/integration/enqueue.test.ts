@@ -29,7 +29,13 @@ describe("enqueue", () => {
       { to: "a@b.c" },
       { priority: "high", delayMs: 60_000, timeoutMs: 5000, maxAttempts: 3, queue: "mail" },
     );
-    expect(job).toMatchObject({ type: "email.send", status: "PENDING", priority: 20, attempts: 0, inserted: true });
+    expect(job).toMatchObject({
+      type: "email.send",
+      status: "PENDING",
+      priority: 20,
+      attempts: 0,
+      inserted: true,
+    });
     const read = await pawl.getJob(job.id);
     expect(read).toMatchObject({
       id: job.id,
@@ -90,7 +96,9 @@ describe("enqueue", () => {
     const ids = new Set(results.map((r) => r.id));
     expect(ids.size).toBe(1);
     expect(results.filter((r) => r.inserted)).toHaveLength(1);
-    const rows = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE unique_key = 'k1'`);
+    const rows = await pool.query(
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE unique_key = 'k1'`,
+    );
     expect(rows.rows[0].n).toBe(1);
   });
 
@@ -138,10 +146,18 @@ describe("enqueue", () => {
       ["priority too high", () => pawl.enqueue("t", {}, { priority: 101 }), "INVALID_PRIORITY"],
       ["negative priority", () => pawl.enqueue("t", {}, { priority: -1 }), "INVALID_PRIORITY"],
       ["fractional priority", () => pawl.enqueue("t", {}, { priority: 1.5 }), "INVALID_PRIORITY"],
-      ["unknown priority name", () => pawl.enqueue("t", {}, { priority: "urgent" as "high" }), "INVALID_PRIORITY"],
+      [
+        "unknown priority name",
+        () => pawl.enqueue("t", {}, { priority: "urgent" as "high" }),
+        "INVALID_PRIORITY",
+      ],
       ["negative delay", () => pawl.enqueue("t", {}, { delayMs: -1 }), "INVALID_OPTION"],
       ["infinite delay", () => pawl.enqueue("t", {}, { delayMs: Infinity }), "INVALID_OPTION"],
-      ["runAt not a date", () => pawl.enqueue("t", {}, { runAt: "tomorrow" as unknown as Date }), "INVALID_OPTION"],
+      [
+        "runAt not a date",
+        () => pawl.enqueue("t", {}, { runAt: "tomorrow" as unknown as Date }),
+        "INVALID_OPTION",
+      ],
       ["invalid date", () => pawl.enqueue("t", {}, { runAt: new Date("nope") }), "INVALID_OPTION"],
       ["delay and runAt", () => pawl.enqueue("t", {}, { delayMs: 1, runAt: new Date() }), "INVALID_OPTION"],
       ["unknown option", () => pawl.enqueue("t", {}, { priorty: 1 } as never), "UNKNOWN_OPTION"],

@@ -20,7 +20,13 @@ afterAll(async () => {
 });
 
 async function claimOne(type: string, node = "n1") {
-  const [job] = await store.claim({ nodeId: node, limit: 1, types: [type], boostIntervalMs: 0, withPayload: true });
+  const [job] = await store.claim({
+    nodeId: node,
+    limit: 1,
+    types: [type],
+    boostIntervalMs: 0,
+    withPayload: true,
+  });
   if (!job) throw new Error(`nothing to claim for ${type}`);
   return job;
 }
@@ -29,7 +35,13 @@ const err = (attempt: number, message = "boom") => ({ attempt, name: "Error", me
 describe("ending attempts", () => {
   it("completes in a batch and stores results", async () => {
     const jobs = await pawl.enqueueMany([{ type: "ok" }, { type: "ok" }]);
-    const claimed = await store.claim({ nodeId: "n1", limit: 2, types: ["ok"], boostIntervalMs: 0, withPayload: false });
+    const claimed = await store.claim({
+      nodeId: "n1",
+      limit: 2,
+      types: ["ok"],
+      boostIntervalMs: 0,
+      withPayload: false,
+    });
     const done = await store.complete(
       "n1",
       claimed.map((c, i) => ({ id: c.id, resultJson: JSON.stringify({ i }) })),
@@ -54,22 +66,32 @@ describe("ending attempts", () => {
     expect(typeof read!.errors[0]!.at).toBe("string");
     expect(read!.scheduledTime.getTime() - before.getTime()).toBeGreaterThanOrEqual(29_000);
     // Not due yet: nothing to claim.
-    expect(await store.claim({ nodeId: "n1", limit: 1, types: ["flaky"], boostIntervalMs: 0, withPayload: false })).toEqual([]);
+    expect(
+      await store.claim({ nodeId: "n1", limit: 1, types: ["flaky"], boostIntervalMs: 0, withPayload: false }),
+    ).toEqual([]);
     // Once due, the next claim is attempt 2.
-    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET scheduled_time = now() WHERE id = $1`, [job.id]);
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET scheduled_time = now() WHERE id = $1`, [
+      job.id,
+    ]);
     expect((await claimOne("flaky")).attempt).toBe(2);
   });
 
   it("sends a non-retryable failure straight to DEAD, then DLQ retry resets it", async () => {
     const job = await pawl.enqueue("fatal", {}, { maxAttempts: 10 });
     const c = await claimOne("fatal");
-    await store.kill("n1", [{ id: c.id, error: { attempt: 1, name: "NonRetryableError", message: "bad input" } }]);
+    await store.kill("n1", [
+      { id: c.id, error: { attempt: 1, name: "NonRetryableError", message: "bad input" } },
+    ]);
     expect(await pawl.getJob(job.id)).toMatchObject({ status: "DEAD", attempts: 1, lastError: "bad input" });
     const dead = await pawl.dlq.list({ type: "fatal" });
     expect(dead.map((d) => d.id)).toEqual([job.id]);
     const retried = await pawl.dlq.retry(job.id);
     expect(retried.map((r) => r.id)).toEqual([job.id]);
-    expect(await pawl.getJob(job.id)).toMatchObject({ status: "PENDING", attempts: 0, lastError: "bad input" });
+    expect(await pawl.getJob(job.id)).toMatchObject({
+      status: "PENDING",
+      attempts: 0,
+      lastError: "bad input",
+    });
     expect(await pawl.dlq.list({ type: "fatal" })).toEqual([]);
     expect(await pawl.dlq.retry(job.id)).toEqual([]); // not DEAD any more
   });

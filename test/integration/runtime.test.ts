@@ -20,11 +20,18 @@ const fast = { retry: { baseMs: 1, factor: 1, maxMs: 1, jitter: 0 } };
 describe("runtime", () => {
   it("runs a job to SUCCEEDED and stores its result", async () => {
     node = testNode(schema);
-    node.register("ok", async (payload: { n: number }, ctx) => ({ doubled: payload.n * 2, attempt: ctx.attempt }));
+    node.register("ok", async (payload: { n: number }, ctx) => ({
+      doubled: payload.n * 2,
+      attempt: ctx.attempt,
+    }));
     await node.start();
     const job = await node.enqueue("ok", { n: 21 });
     await node.events.next("job:succeeded", (e) => e.job.id === job.id);
-    expect(await node.getJob(job.id)).toMatchObject({ status: "SUCCEEDED", result: { doubled: 42, attempt: 1 }, attempts: 1 });
+    expect(await node.getJob(job.id)).toMatchObject({
+      status: "SUCCEEDED",
+      result: { doubled: 42, attempt: 1 },
+      attempts: 1,
+    });
   });
 
   it("retries a failing job and then succeeds", async () => {
@@ -52,17 +59,33 @@ describe("runtime", () => {
 
   it("ends DEAD after max attempts, straight away for non-retryable errors and Discard", async () => {
     node = testNode(schema);
-    node.register("always-fails", async () => {
-      throw new Error("nope");
-    }, { ...fast, maxAttempts: 2 });
-    node.register("fatal", async () => {
-      throw new NonRetryableError("bad data");
-    }, fast);
-    node.register("discard", async () => {
-      throw new Discard("not needed");
-    }, fast);
+    node.register(
+      "always-fails",
+      async () => {
+        throw new Error("nope");
+      },
+      { ...fast, maxAttempts: 2 },
+    );
+    node.register(
+      "fatal",
+      async () => {
+        throw new NonRetryableError("bad data");
+      },
+      fast,
+    );
+    node.register(
+      "discard",
+      async () => {
+        throw new Discard("not needed");
+      },
+      fast,
+    );
     await node.start();
-    const [a, b, c] = await node.enqueueMany([{ type: "always-fails" }, { type: "fatal" }, { type: "discard" }]);
+    const [a, b, c] = await node.enqueueMany([
+      { type: "always-fails" },
+      { type: "fatal" },
+      { type: "discard" },
+    ]);
     const dead = new Map<string, string>();
     await new Promise<void>((resolve) =>
       node.on("job:dead", (e) => {
@@ -93,16 +116,28 @@ describe("runtime", () => {
   });
 
   it.each([
-    ["throws synchronously", () => {
-      throw new Error("sync boom");
-    }, "sync boom"],
+    [
+      "throws synchronously",
+      () => {
+        throw new Error("sync boom");
+      },
+      "sync boom",
+    ],
     ["returns a rejected promise", () => Promise.reject(new Error("async boom")), "async boom"],
-    ["throws a non-Error", () => {
-      throw "a string";
-    }, "a string"],
-    ["throws an object", () => {
-      throw { code: 42 };
-    }, 'non-error thrown: {"code":42}'],
+    [
+      "throws a non-Error",
+      () => {
+        throw "a string";
+      },
+      "a string",
+    ],
+    [
+      "throws an object",
+      () => {
+        throw { code: 42 };
+      },
+      'non-error thrown: {"code":42}',
+    ],
   ])("records a handler that %s as a failure", async (_name, handler, message) => {
     node = testNode(schema);
     node.register("bad-" + _name.replace(/\s/g, "-"), handler as () => never, { maxAttempts: 1 });

@@ -5,8 +5,17 @@
 import type { Command } from "../command.js";
 import { dlqListCommand, dlqPurgeCommand, dlqRetryCommand } from "./dlq.js";
 import { enqueueCommand } from "./enqueue.js";
+import { inspectCommand } from "./inspect.js";
 import { cancelCommand, jobCommand, jobsCommand } from "./jobs.js";
 import { migrateCommand } from "./migrate.js";
+import {
+  flowCommand,
+  flowsCommand,
+  pausedCommand,
+  pauseCommandEntry,
+  resumeCommandEntry,
+  signalCommand,
+} from "./flows.js";
 
 /** Every command, in the order help lists them. */
 export const commands: readonly Command[] = [
@@ -18,4 +27,11 @@ export const commands: readonly Command[] = [
   dlqListCommand,
   dlqRetryCommand,
   dlqPurgeCommand,
+  inspectCommand,
+  flowsCommand,
+  flowCommand,
+  signalCommand,
+  pauseCommandEntry,
+  resumeCommandEntry,
+  pausedCommand,
 ];

@@ -5,7 +5,7 @@ import { breakerAllow } from "../../../src/logic/breaker.js";
 import type { BreakerConfig } from "../../../src/logic/breaker.js";
 
 // The breaker on xstate's SimulatedClock. Admissions are decided as the runtime decides them: the pure
-// breakerAllow over the actor's snapshot, whose `next` goes back to the actor as ADMITTED.
+// breakerAllow over the actor's snapshot; an admitted trial goes back to the actor as ADMIT { trial }.
 
 const T0 = 1_000_000;
 const cfg: BreakerConfig = {
@@ -33,10 +33,10 @@ function breaker(config: BreakerConfig = cfg) {
     snap,
     value: () => actor.getSnapshot().value,
     result: (ok: boolean, trial = false) => actor.send({ type: "RESULT", ok, trial }),
-    /** What the runtime's breakerRefuses + commitBreaker do for one job. */
+    /** What the runtime's breakerRefuses + admitBreaker do for one job. */
     admit: (now = clock.now()) => {
       const d = breakerAllow(snap(), now, config);
-      actor.send({ type: "ADMITTED", next: d.next });
+      actor.send({ type: "ADMIT", trial: d.allowed && d.trial });
       return d;
     },
     /** The states reported, with consecutive repeats collapsed (the runtime reports changes only). */
@@ -121,7 +121,7 @@ describe("breaker machine", () => {
     expect(b.changes()).toEqual(["CLOSED", "OPEN", "HALF_OPEN"]);
   });
 
-  it("HALF_OPEN: ADMITTED takes the trial; a second call is refused; a good trial closes it", () => {
+  it("HALF_OPEN: ADMIT takes the trial; a second call is refused; a good trial closes it", () => {
     const b = breaker();
     trip(b);
     b.clock.increment(cfg.openMs);
@@ -169,19 +169,16 @@ describe("breaker machine", () => {
     expect(b.value()).toBe("CLOSED");
   });
 
-  it("a call that arrives before the timer makes the OPEN -> HALF_OPEN move itself; the timer is dropped", () => {
+  it("ADMIT is applied on the actor's own clock: a decision taken on a clock ahead of it takes no trial while it is OPEN", () => {
     const b = breaker();
     trip(b);
-    // The runtime's clock may be ahead of the actor's timer: decide with a `now` past the window.
-    const d = b.admit(T0 + cfg.openMs);
+    const d = b.admit(T0 + cfg.openMs); // decided as if the window had passed
     expect(d).toMatchObject({ allowed: true, trial: true });
+    expect(b.value()).toBe("OPEN");
+    expect(b.snap().trialsInFlight).toBe(0);
+    b.clock.increment(cfg.openMs);
     expect(b.value()).toBe("HALF_OPEN");
-    expect(b.snap().trialsInFlight).toBe(1);
-    const reports = b.reportChange.mock.calls.length;
-    b.clock.increment(cfg.openMs * 2);
-    expect(b.value()).toBe("HALF_OPEN");
-    expect(b.snap().trialsInFlight).toBe(1);
-    expect(b.reportChange).toHaveBeenCalledTimes(reports);
+    expect(b.snap().trialsInFlight).toBe(0);
   });
 
   it("late results while OPEN are ignored and do not push the HALF_OPEN move back", () => {
@@ -212,12 +209,35 @@ describe("breaker machine", () => {
     expect(b.value()).toBe("HALF_OPEN");
     const d = breakerAllow(b.snap(), b.clock.now(), cfg);
     expect(d.allowed && d.trial).toBe(true);
-    b.actor.send({ type: "ADMITTED", next: d.next });
+    b.actor.send({ type: "ADMIT", trial: true });
     expect(b.snap().trialsInFlight).toBe(1);
     expect(breakerAllow(b.snap(), b.clock.now(), cfg).allowed).toBe(false);
     b.actor.send({ type: "RELEASE", trial: true });
     expect(b.value()).toBe("HALF_OPEN");
     expect(b.snap()).toMatchObject({ trialsInFlight: 0, trialSuccesses: 0 });
     expect(breakerAllow(b.snap(), b.clock.now(), cfg).allowed).toBe(true);
+  });
+
+  it("an admission decided before results that opened the breaker does not close it (applied to the current snapshot)", () => {
+    const b = breaker();
+    const decidedEarly = breakerAllow(b.snap(), b.clock.now(), cfg); // CLOSED: allowed, not a trial
+    trip(b);
+    expect(b.value()).toBe("OPEN");
+    b.actor.send({ type: "ADMIT", trial: decidedEarly.allowed && decidedEarly.trial });
+    expect(b.value()).toBe("OPEN");
+    expect(b.snap().openedAt).toBe(T0);
+  });
+
+  it("a trial admission arriving after the breaker closed counts no trial", () => {
+    const b = breaker();
+    trip(b);
+    b.clock.increment(cfg.openMs);
+    const first = b.admit();
+    const second = breakerAllow(b.snap(), b.clock.now(), { ...cfg, halfOpenTrials: 2 });
+    b.result(true, first.allowed && first.trial);
+    expect(b.value()).toBe("CLOSED");
+    b.actor.send({ type: "ADMIT", trial: second.allowed && second.trial });
+    expect(b.value()).toBe("CLOSED");
+    expect(b.snap().trialsInFlight).toBe(0);
   });
 });

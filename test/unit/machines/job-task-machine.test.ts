@@ -49,7 +49,15 @@ function task(gates: Gates = {}) {
     payloadInvalid: gate("payloadInvalid"),
   };
   const machine = jobTaskMachine.provide({
-    actions: { loadPayload, checkCancellation, acquirePermit, runHandler, requestCancellation, admitBreaker, finish },
+    actions: {
+      loadPayload,
+      checkCancellation,
+      acquirePermit,
+      runHandler,
+      requestCancellation,
+      admitBreaker,
+      finish,
+    },
     guards,
   });
   const actor = createActor(machine, { clock, input: { slot: SLOT, now: () => clock.now() } }).start();
