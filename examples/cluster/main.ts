@@ -14,12 +14,19 @@ import pg from "pg";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const tsx = join(here, "..", "..", "node_modules", ".bin", "tsx");
-const brief = process.env.EXAMPLE_BRIEF === "1";
+// examples/run-all.ts (CI) passes --once; EXAMPLE_BRIEF=1 does the same.
+const brief = process.env.EXAMPLE_BRIEF === "1" || process.argv.includes("--once");
 const run = randomBytes(4).toString("hex");
 const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const schema = process.env.PAWL_SCHEMA ?? (brief ? `pawl_example_${run}` : "pawl_example_cluster");
 
-const env = { ...process.env, DATABASE_URL: databaseUrl, PAWL_SCHEMA: schema, EXAMPLE_RUN: run };
+const env = {
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  PAWL_SCHEMA: schema,
+  EXAMPLE_RUN: run,
+  ...(brief ? { EXAMPLE_BRIEF: "1" } : {}),
+};
 const children: ChildProcess[] = ["a", "b", "c"].map((name) =>
   spawn(tsx, [join(here, "node.ts"), name], { env, stdio: "inherit" }),
 );

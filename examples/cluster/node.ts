@@ -60,7 +60,7 @@ async function printCluster(): Promise<void> {
       .filter((l) => l.held)
       .map((l) => `${l.name}=${l.owner}`)
       .join(", ") || "none held";
-  log(`cluster: ${nodes} | leases: ${leases} | skew ${view.clockSkew?.skewMs ?? "?"} ms`);
+  log(`progress cluster: ${nodes} | leases: ${leases} | skew ${view.clockSkew?.skewMs ?? "?"} ms`);
 }
 
 async function batchDone(): Promise<boolean> {
