@@ -275,7 +275,7 @@ export function describeCoordinatorContract(name: string, factory: ContractFacto
       const heard = nextHint(b, (h) => h.target === "after-recovery", 5_000);
       a.notifyNewWork({ priority: 7, source: statusNode(a), target: "after-recovery" });
       expect(await heard).toMatchObject({ priority: 7, target: "after-recovery" });
-    }, 90_000);
+    }, 180_000);
   });
 }
 

@@ -95,7 +95,7 @@ describeCoordinatorContract("hazelcast", {
   canInterrupt: () => !externalMember,
   interrupt: () => stopMember(currentFaultMember()),
   restore: () => startMember(currentFaultMember()),
-  recoveryTimeoutMs: 45_000,
+  recoveryTimeoutMs: 90_000,
 });
 
 describe("hazelcast coordinator specifics", () => {

@@ -2,7 +2,11 @@ import { createPawl, type Pawl } from "../../src/index.js";
 import type { PawlConfig } from "../../src/config.js";
 import { databaseUrl } from "./db.js";
 
-/** A node on the test database with fast polling, stopped by the returned cleanup. */
+/**
+ * A node on the test database with fast polling. Empty polls back off at most to 500 ms (production
+ * backs off to 30 s), so a job rescheduled a moment ahead is picked up promptly even on a loaded machine;
+ * a test that sets its own pollIntervalMs above that keeps it (the bounds are lifted to fit).
+ */
 export function testNode(schema: string, config: PawlConfig = {}): Pawl {
   return createPawl({
     connectionString: databaseUrl,
@@ -10,6 +14,7 @@ export function testNode(schema: string, config: PawlConfig = {}): Pawl {
     concurrency: 4,
     pollIntervalMs: 50,
     completionFlushMs: 1,
+    polling: { maxDelayMs: 500, deepIdleDelayMs: 500 },
     ...config,
   } as PawlConfig);
 }

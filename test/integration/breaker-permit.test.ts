@@ -53,9 +53,9 @@ describe("circuit breaker", () => {
     expect(await n.getJob(c.id)).toMatchObject({ status: "PENDING", attempts: 0 });
 
     failing = false;
-    const closed = n.events.next("breaker:change", (e) => e.to === "CLOSED", 5000);
-    await n.events.next("breaker:change", (e) => e.to === "HALF_OPEN", 5000);
-    await n.events.next("job:succeeded", (e) => e.job.id === c.id, 5000);
+    const closed = n.events.next("breaker:change", (e) => e.to === "CLOSED", 15_000);
+    await n.events.next("breaker:change", (e) => e.to === "HALF_OPEN", 15_000);
+    await n.events.next("job:succeeded", (e) => e.job.id === c.id, 15_000);
     await closed;
     expect(changes).toEqual(["CLOSED->OPEN", "OPEN->HALF_OPEN", "HALF_OPEN->CLOSED"]);
     expect((await n.getJob(c.id))?.attempts).toBe(1);
@@ -88,7 +88,7 @@ describe("resource permits", () => {
     expect(await n.getJob(second.id)).toMatchObject({ status: "PENDING", attempts: 0 });
 
     release();
-    await n.events.next("job:succeeded", (e) => e.job.id === second.id, 5000);
+    await n.events.next("job:succeeded", (e) => e.job.id === second.id, 15_000);
     expect((await n.getJob(second.id))?.attempts).toBe(1);
     await n.stop({ graceMs: 1000 });
     const left = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".scheduler_resource_permit`);
