@@ -1,48 +1,703 @@
 /**
- * `npm run bench`: pawl's benchmark. Drains pre-inserted no-op jobs (20,000 at concurrency 10 by
- * default) and measures pickup latency into an idle node. Flags: --jobs N, --concurrency N, --runs N,
- * --samples N, --json. Uses DATABASE_URL (default: the local `postgres` database) and schema pawl_bench.
+ * `npm run bench [-- flags]`: pawl's benchmark, alone or side by side with its peers on the same
+ * database and machine. See docs/benchmarks.md for what each workload does and each peer's settings.
+ *
+ * With no flags: pawl drains 20,000 pre-inserted no-op jobs at concurrency 10 (3 runs, median) and
+ * pickup latency into an idle node is sampled 500 times (local submission).
+ *
+ * Systems:    --peers (pawl, graphile-worker tuned and defaults, pg-boss, the SQL floor), or
+ *             --systems pawl,graphile-tuned,graphile-defaults,pg-boss,floor
+ * Workloads:  --drain, --pickup, --mixed, --enqueue (none given: --drain --pickup), --all (all four)
+ *             --latency --coordinator none|postgres|amqp|hazelcast[,...]  (two processes, issue 4)
+ *             --soak [--soak-jobs N]                                     (memory over 1M jobs)
+ *             --graveyard                                                (not implemented here)
+ * Sizes:      --jobs 20000[,100000] --mixed-jobs N --concurrency 10 --runs 3 --samples 500
+ *             --warmup 20 --gap-ms 10 --enqueue-single 2000 --enqueue-bulk 20000 --batch 1000
+ * Output:     --json (machine-readable, on stdout; progress goes to stderr), --json-out FILE (the tables
+ *             on stdout and the JSON in FILE)
+ * Database:   --database-url URL, else BENCH_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/pawl_bench
+ *             (created when missing; a dedicated database lets the bench count PostgreSQL's CPU).
  */
+import { readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
-import { drain, localLatency } from "./pawl-drain.js";
+import pg from "pg";
+import { runChild } from "./lib/child.js";
+import { benchDatabaseUrl, databaseName, ensureDatabase, median, round } from "./lib/common.js";
+import { dec, int, ratio, renderTable } from "./lib/table.js";
+import type {
+  DrainMeasurement,
+  EnqueueMeasurement,
+  MeasureInput,
+  Measurement,
+  PickupMeasurement,
+} from "./measure.js";
+import { coordinatorLatency, type CoordinatorLatencyResult } from "./latency/coordinator-latency.js";
+import type { SoakInput, SoakResult } from "./soak.js";
+import { SYSTEMS, type SystemName } from "./systems/types.js";
 
-const { values } = parseArgs({
+const USAGE = readFileSync(new URL(import.meta.url), "utf8")
+  .split("*/")[0]!
+  .replace(/^\/\*\*\n/, "")
+  .replace(/^ \* ?/gm, "");
+
+const { values: flags } = parseArgs({
   options: {
-    jobs: { type: "string", default: "20000" },
+    peers: { type: "boolean", default: false },
+    systems: { type: "string" },
+    drain: { type: "boolean", default: false },
+    pickup: { type: "boolean", default: false },
+    mixed: { type: "boolean", default: false },
+    enqueue: { type: "boolean", default: false },
+    all: { type: "boolean", default: false },
+    latency: { type: "boolean", default: false },
+    coordinator: { type: "string" },
+    soak: { type: "boolean", default: false },
+    "soak-jobs": { type: "string", default: "1000000" },
+    "soak-chunk": { type: "string", default: "50000" },
+    // Hook for the claim-cursor benchmark of issue 7, which belongs to the claim-cursor work.
+    graveyard: { type: "boolean", default: false },
+    jobs: { type: "string" },
+    "mixed-jobs": { type: "string" },
     concurrency: { type: "string", default: "10" },
     runs: { type: "string", default: "3" },
-    samples: { type: "string", default: "200" },
+    samples: { type: "string" },
+    warmup: { type: "string", default: "20" },
+    "gap-ms": { type: "string", default: "10" },
+    "enqueue-single": { type: "string", default: "2000" },
+    "enqueue-bulk": { type: "string", default: "20000" },
+    batch: { type: "string", default: "1000" },
     json: { type: "boolean", default: false },
+    "json-out": { type: "string" },
+    "database-url": { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
   },
 });
-const url = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const schema = "pawl_bench";
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
-const runs = [];
-for (let i = 0; i < Number(values.runs); i++) {
-  runs.push(await drain(url, schema, Number(values.jobs), Number(values.concurrency)));
+if (flags.help) {
+  console.log(USAGE);
+  process.exit(0);
 }
-const latency = await localLatency(url, schema, Number(values.samples));
-const result = {
-  drain: {
-    jobs: Number(values.jobs),
-    concurrency: Number(values.concurrency),
-    runs: runs.map((r) => Math.round(r.jobsPerSecond)),
-    jobsPerSecond: Math.round(median(runs.map((r) => r.jobsPerSecond))),
-    cpuMicrosPerJob: Math.round(median(runs.map((r) => r.cpuMicrosPerJob))),
-  },
-  localPickupLatencyMs: { p50: +latency.p50.toFixed(2), p99: +latency.p99.toFixed(2) },
-};
-if (values.json) {
-  console.log(JSON.stringify(result, null, 2));
-} else {
-  console.log(`drain ${result.drain.jobs} no-op jobs at concurrency ${result.drain.concurrency}:`);
-  console.log(
-    `  jobs/s (median of ${runs.length}): ${result.drain.jobsPerSecond}   runs: ${result.drain.runs.join(", ")}`,
+
+if (flags.graveyard) {
+  // Not implemented in this harness: the graveyard workload (dead tuples pinned by an open REPEATABLE READ
+  // transaction, idle-poll and claim cost with and without claim cursors) is built with the claim cursors.
+  // Wire it in here, e.g. `if (flags.graveyard) { await runGraveyard(url, ...); }`, and keep this message
+  // until then rather than printing a number that was not measured.
+  console.error(
+    "--graveyard: not implemented here (the claim-cursor benchmark of issue 7 is built with the claim cursors).",
   );
-  console.log(`  CPU per job: ${result.drain.cpuMicrosPerJob} us (node process)`);
-  console.log(`pickup latency, local submission into an idle node (${values.samples} samples):`);
-  console.log(`  p50 ${result.localPickupLatencyMs.p50} ms   p99 ${result.localPickupLatencyMs.p99} ms`);
+  process.exit(2);
 }
+
+const positiveInt = (name: string, raw: string | undefined): number => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) {
+    console.error(`--${name} must be a positive integer, got ${raw}`);
+    process.exit(2);
+  }
+  return n;
+};
+const intList = (name: string, raw: string): number[] =>
+  raw.split(",").map((s) => positiveInt(name, s.trim()));
+
+const url = benchDatabaseUrl(flags["database-url"]);
+const database = databaseName(url);
+const concurrency = positiveInt("concurrency", flags.concurrency);
+const runs = positiveInt("runs", flags.runs);
+const warmup = Number(flags.warmup);
+const gapMs = Number(flags["gap-ms"]);
+
+let systems: SystemName[] = ["pawl"];
+if (flags.systems) {
+  systems = flags.systems.split(",").map((s) => s.trim()) as SystemName[];
+  for (const s of systems) {
+    if (!SYSTEMS.includes(s)) {
+      console.error(`unknown system ${s}: use ${SYSTEMS.join(", ")}`);
+      process.exit(2);
+    }
+  }
+} else if (flags.peers) {
+  systems = [...SYSTEMS];
+}
+const multi = systems.length > 1;
+const jobsList = intList("jobs", flags.jobs ?? (multi ? "20000,100000" : "20000"));
+
+const special = flags.latency || flags.soak;
+const explicit = flags.drain || flags.pickup || flags.mixed || flags.enqueue || flags.all;
+const workloads = {
+  drain: flags.all || flags.drain || (!explicit && !special),
+  pickup: flags.all || flags.pickup || (!explicit && !special),
+  mixed: flags.all || flags.mixed,
+  enqueue: flags.all || flags.enqueue,
+};
+const mixedJobs = positiveInt("mixed-jobs", flags["mixed-jobs"] ?? String(jobsList[0]));
+
+/** Progress lines go to stderr, so `--json` output on stdout stays clean. */
+const progress = (line: string) => console.error(line);
+
+function versionOf(pkg: string): string {
+  try {
+    const path = new URL(
+      `../../${pkg === "pawl" ? "" : `node_modules/${pkg}/`}package.json`,
+      import.meta.url,
+    );
+    return (JSON.parse(readFileSync(path, "utf8")) as { version: string }).version;
+  } catch {
+    return "?";
+  }
+}
+
+async function serverVersion(): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version;
+  } finally {
+    await client.end();
+  }
+}
+
+async function checkpoint(): Promise<void> {
+  // Dirty buffers of the pre-insert are flushed before the window rather than during it (best effort:
+  // CHECKPOINT needs superuser or pg_checkpoint).
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("CHECKPOINT");
+  } catch {
+    // not allowed: carry on
+  } finally {
+    await client.end();
+  }
+}
+
+function measure<T extends Measurement>(input: MeasureInput): Promise<T> {
+  return runChild<T>("measure.ts", input, { database });
+}
+
+const load = () => loadavg().map((x) => round(x, 2));
+
+// ---- run ----
+
+interface SystemSeries<M> {
+  runs: M[];
+}
+const results = {
+  meta: {
+    date: new Date().toISOString(),
+    node: process.version,
+    postgres: "",
+    cpus: `${cpus().length} x ${cpus()[0]?.model ?? "?"}`,
+    versions: {
+      pawl: versionOf("pawl"),
+      "graphile-worker": versionOf("graphile-worker"),
+      "pg-boss": versionOf("pg-boss"),
+    },
+    database,
+    loadAverage: { start: load(), end: [] as number[] },
+    settings: { concurrency, runs, jobs: jobsList, mixedJobs, systems },
+  },
+  drain: {} as Record<string, Record<string, SystemSeries<DrainMeasurement> & Record<string, unknown>>>,
+  mixed: {} as Record<string, SystemSeries<DrainMeasurement> & Record<string, unknown>>,
+  pickup: {} as Record<string, SystemSeries<PickupMeasurement> & Record<string, unknown>>,
+  enqueue: {} as Record<string, SystemSeries<EnqueueMeasurement> & Record<string, unknown>>,
+  coordinatorLatency: [] as CoordinatorLatencyResult[],
+  soak: null as SoakResult | null,
+};
+
+await ensureDatabase(url);
+results.meta.postgres = await serverVersion();
+progress(
+  `pawl bench: ${systems.join(", ")} | db ${database} (PostgreSQL ${results.meta.postgres}) | node ${process.version} | ` +
+    `load average ${results.meta.loadAverage.start.join(" ")}`,
+);
+
+const pickupSamples = positiveInt("samples", flags.samples ?? "500");
+
+for (
+  let run = 1;
+  run <= runs && (workloads.drain || workloads.mixed || workloads.pickup || workloads.enqueue);
+  run++
+) {
+  // Systems are interleaved within each run, so a burst of load on the shared machine spreads over all
+  // of them instead of landing on one system's runs.
+  if (workloads.drain) {
+    for (const jobs of jobsList) {
+      for (const system of systems) {
+        progress(`[run ${run}/${runs}] drain ${jobs} ${system} (load ${load()[0]})...`);
+        await checkpoint();
+        const m = await measure<DrainMeasurement>({
+          kind: "drain",
+          system,
+          url,
+          jobs,
+          concurrency,
+          failEvery: 0,
+        });
+        ((results.drain[jobs] ??= {})[system] ??= { runs: [] }).runs.push(m);
+        progress(
+          `  ${int(m.jobsPerSecond)} jobs/s, ${dec(m.cpu.nodeUs, 0)} us node + ${dec(m.cpu.dbUs, 0)} us db per job`,
+        );
+      }
+    }
+  }
+  if (workloads.mixed) {
+    for (const system of systems) {
+      progress(`[run ${run}/${runs}] mixed ${mixedJobs} ${system} (load ${load()[0]})...`);
+      await checkpoint();
+      const m = await measure<DrainMeasurement>({
+        kind: "drain",
+        system,
+        url,
+        jobs: mixedJobs,
+        concurrency,
+        failEvery: 10,
+      });
+      (results.mixed[system] ??= { runs: [] }).runs.push(m);
+      progress(`  ${int(m.jobsPerSecond)} jobs/s (first pass ${int(m.firstPassJobsPerSecond)})`);
+    }
+  }
+  if (workloads.pickup) {
+    for (const system of systems) {
+      if (system === "floor") continue;
+      progress(`[run ${run}/${runs}] pickup ${system}, ${pickupSamples} samples (load ${load()[0]})...`);
+      const m = await measure<PickupMeasurement>({
+        kind: "pickup",
+        system,
+        url,
+        samples: pickupSamples,
+        warmup,
+        gapMs,
+        concurrency,
+      });
+      (results.pickup[system] ??= { runs: [] }).runs.push(m);
+      progress(`  p50 ${dec(m.p50)} ms, p99 ${dec(m.p99)} ms`);
+    }
+  }
+  if (workloads.enqueue) {
+    for (const system of systems) {
+      progress(`[run ${run}/${runs}] enqueue ${system} (load ${load()[0]})...`);
+      const m = await measure<EnqueueMeasurement>({
+        kind: "enqueue",
+        system,
+        url,
+        single: positiveInt("enqueue-single", flags["enqueue-single"]),
+        bulk: positiveInt("enqueue-bulk", flags["enqueue-bulk"]),
+        batch: positiveInt("batch", flags.batch),
+      });
+      (results.enqueue[system] ??= { runs: [] }).runs.push(m);
+      progress(`  single ${int(m.single.jobsPerSecond)} jobs/s, bulk ${int(m.bulk.jobsPerSecond)} jobs/s`);
+    }
+  }
+}
+
+if (flags.latency) {
+  const coordinators = (flags.coordinator ?? "postgres").split(",").map((s) => s.trim());
+  for (const coordinator of coordinators) {
+    // Without a coordinator every pickup waits for a poll (30 s interval): a few samples show it.
+    const samples = flags.samples ? positiveInt("samples", flags.samples) : coordinator === "none" ? 5 : 500;
+    const w = coordinator === "none" ? 0 : warmup;
+    progress(
+      `two-process pickup latency, coordinator ${coordinator}, ${samples} samples (load ${load()[0]})...`,
+    );
+    const r = await coordinatorLatency({ url, coordinator, samples, warmup: w, gapMs: Math.max(gapMs, 20) });
+    results.coordinatorLatency.push(r);
+    progress(`  p50 ${dec(r.p50)} ms, p99 ${dec(r.p99)} ms`);
+  }
+}
+
+if (flags.soak) {
+  const input: SoakInput = {
+    url,
+    jobs: positiveInt("soak-jobs", flags["soak-jobs"]),
+    chunk: positiveInt("soak-chunk", flags["soak-chunk"]),
+    concurrency,
+  };
+  progress(`soak: ${input.jobs} jobs in chunks of ${input.chunk} (load ${load()[0]})...`);
+  results.soak = await runChild<SoakResult>("soak.ts", input, {
+    database,
+    extraExecArgv: ["--expose-gc"],
+    timeoutMs: 6 * 3_600_000,
+  });
+}
+
+results.meta.loadAverage.end = load();
+
+// ---- summaries ----
+
+const med = <M>(series: SystemSeries<M> | undefined, f: (m: M) => number | undefined): number =>
+  series ? median(series.runs.map(f).filter((x): x is number => x !== undefined)) : NaN;
+
+for (const byJobs of Object.values(results.drain)) {
+  const pawl = med(byJobs.pawl, (m) => m.jobsPerSecond);
+  for (const s of Object.values(byJobs)) {
+    const median = {
+      jobsPerSecond: round(med(s, (m) => m.jobsPerSecond)),
+      nodeCpuUsPerJob: round(
+        med(s, (m) => m.cpu.nodeUs),
+        1,
+      ),
+      dbCpuUsPerJob: round(
+        med(s, (m) => m.cpu.dbUs),
+        1,
+      ),
+      otherLoadPct: round(med(s, (m) => m.cpu.otherLoadPct)),
+      xactsPerJob: round(
+        med(s, (m) => m.xactsPerJob),
+        3,
+      ),
+    };
+    Object.assign(s, { median, pawlRatio: round(pawl / median.jobsPerSecond, 2) });
+  }
+}
+{
+  const pawl = med(results.mixed.pawl, (m) => m.firstPassJobsPerSecond);
+  const pawlAll = med(results.mixed.pawl, (m) => m.jobsPerSecond);
+  for (const s of Object.values(results.mixed)) {
+    const median = {
+      jobsPerSecond: round(med(s, (m) => m.jobsPerSecond)),
+      firstPassJobsPerSecond: round(med(s, (m) => m.firstPassJobsPerSecond)),
+      nodeCpuUsPerJob: round(
+        med(s, (m) => m.cpu.nodeUs),
+        1,
+      ),
+      dbCpuUsPerJob: round(
+        med(s, (m) => m.cpu.dbUs),
+        1,
+      ),
+    };
+    Object.assign(s, {
+      median,
+      pawlRatioFirstPass: round(pawl / median.firstPassJobsPerSecond, 2),
+      pawlRatio: round(pawlAll / median.jobsPerSecond, 2),
+    });
+  }
+}
+{
+  const pawl = med(results.pickup.pawl, (m) => m.p50);
+  for (const s of Object.values(results.pickup)) {
+    const median = {
+      p50: round(
+        med(s, (m) => m.p50),
+        2,
+      ),
+      p99: round(
+        med(s, (m) => m.p99),
+        2,
+      ),
+      max: round(
+        med(s, (m) => m.max),
+        2,
+      ),
+      enqueueCallP50: round(
+        med(s, (m) => m.enqueueCallP50),
+        2,
+      ),
+    };
+    Object.assign(s, { median, pawlP50Ratio: round(pawl / median.p50, 3) });
+  }
+}
+{
+  const single = med(results.enqueue.pawl, (m) => m.single.jobsPerSecond);
+  const bulk = med(results.enqueue.pawl, (m) => m.bulk.jobsPerSecond);
+  for (const s of Object.values(results.enqueue)) {
+    const median = {
+      singleJobsPerSecond: round(med(s, (m) => m.single.jobsPerSecond)),
+      singleCpuUsPerJob: round(
+        med(s, (m) => m.single.cpu.nodeUs + m.single.cpu.dbUs),
+        1,
+      ),
+      bulkJobsPerSecond: round(med(s, (m) => m.bulk.jobsPerSecond)),
+      bulkCpuUsPerJob: round(
+        med(s, (m) => m.bulk.cpu.nodeUs + m.bulk.cpu.dbUs),
+        1,
+      ),
+    };
+    Object.assign(s, {
+      median,
+      pawlRatioSingle: round(single / median.singleJobsPerSecond, 2),
+      pawlRatioBulk: round(bulk / median.bulkJobsPerSecond, 2),
+    });
+  }
+}
+
+// ---- output ----
+
+if (flags["json-out"]) writeFileSync(flags["json-out"], JSON.stringify(results, null, 2) + "\n");
+if (flags.json) {
+  console.log(JSON.stringify(results, null, 2));
+  process.exit(0);
+}
+
+const LABELS: Record<SystemName, string> = {
+  pawl: "pawl",
+  "graphile-tuned": "graphile-worker tuned",
+  "graphile-defaults": "graphile-worker defaults",
+  "pg-boss": "pg-boss",
+  floor: "SQL floor",
+};
+const label = (s: string) => LABELS[s as SystemName] ?? s;
+const showRatio = multi && systems.includes("pawl");
+const out: string[] = [];
+const m = results.meta;
+out.push(
+  `pawl bench, ${m.date} | ${m.cpus} | node ${m.node} | PostgreSQL ${m.postgres} | pawl ${m.versions.pawl}, ` +
+    `graphile-worker ${m.versions["graphile-worker"]}, pg-boss ${m.versions["pg-boss"]}`,
+  `load average (1/5/15 min) at start ${m.loadAverage.start.join(" ")}, at end ${m.loadAverage.end.join(" ")}` +
+    (cpus().length <= 2 ? " -- on a shared 2-core machine, absolute numbers are noisy" : ""),
+  ...(workloads.drain || workloads.mixed || workloads.pickup || workloads.enqueue
+    ? [
+        `medians of ${runs} run(s); concurrency ${concurrency}; CPU per job: node = the measuring process, ` +
+          "db = the bench database's backends, other load = the rest of the machine (share of all cores)",
+      ]
+    : []),
+  "",
+);
+
+type Row = Record<string, unknown> & { median: Record<string, number> };
+for (const [jobs, bySystem] of Object.entries(results.drain)) {
+  out.push(`Drain ${int(Number(jobs))} pre-inserted no-op jobs`);
+  out.push(
+    renderTable(
+      [
+        "system",
+        "jobs/s",
+        "runs (jobs/s)",
+        "node CPU us/job",
+        "db CPU us/job",
+        "db xacts/job",
+        "other load",
+        ...(showRatio ? ["pawl / system"] : []),
+      ],
+      Object.entries(bySystem).map(([s, v]) => {
+        const r = v as unknown as Row & SystemSeries<DrainMeasurement>;
+        return [
+          label(s),
+          int(r.median.jobsPerSecond),
+          r.runs.map((x) => int(x.jobsPerSecond)).join(", "),
+          dec(r.median.nodeCpuUsPerJob, 0),
+          dec(r.median.dbCpuUsPerJob, 0),
+          dec(r.median.xactsPerJob, 3),
+          `${dec(r.median.otherLoadPct, 0)}%`,
+          ...(showRatio ? [ratio(r.pawlRatio as number)] : []),
+        ];
+      }),
+    ),
+    "",
+  );
+}
+if (Object.keys(results.mixed).length) {
+  out.push(
+    `Mixed: ${int(mixedJobs)} jobs, every 10th fails its first attempt (first pass = every job attempted once)`,
+  );
+  out.push(
+    renderTable(
+      [
+        "system",
+        "jobs/s (all succeeded)",
+        "first pass jobs/s",
+        "node CPU us/job",
+        "db CPU us/job",
+        ...(showRatio ? ["pawl / system (first pass)", "pawl / system (all)"] : []),
+      ],
+      Object.entries(results.mixed).map(([s, v]) => {
+        const r = v as unknown as Row;
+        return [
+          label(s),
+          int(r.median.jobsPerSecond),
+          int(r.median.firstPassJobsPerSecond),
+          dec(r.median.nodeCpuUsPerJob, 0),
+          dec(r.median.dbCpuUsPerJob, 0),
+          ...(showRatio ? [ratio(r.pawlRatioFirstPass as number), ratio(r.pawlRatio as number)] : []),
+        ];
+      }),
+    ),
+    "retry delays: pawl 0 (retry.baseMs 0), graphile-worker exp(1) = 2.7 s (fixed in its SQL), pg-boss 1 s, floor 0",
+    "",
+  );
+}
+if (Object.keys(results.pickup).length) {
+  out.push(
+    `Pickup latency into an idle worker, enqueue call start -> handler start, same process (${pickupSamples} samples per run)`,
+  );
+  out.push(
+    renderTable(
+      [
+        "system",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "enqueue call p50 ms",
+        ...(showRatio ? ["pawl p50 / system p50"] : []),
+      ],
+      Object.entries(results.pickup).map(([s, v]) => {
+        const r = v as unknown as Row;
+        return [
+          label(s),
+          dec(r.median.p50),
+          dec(r.median.p99),
+          dec(r.median.max),
+          dec(r.median.enqueueCallP50),
+          ...(showRatio ? [ratio(r.pawlP50Ratio as number)] : []),
+        ];
+      }),
+    ),
+    "",
+  );
+}
+if (Object.keys(results.enqueue).length) {
+  out.push(
+    `Enqueue: single (${flags["enqueue-single"]} calls, one at a time) and bulk (${flags["enqueue-bulk"]} jobs in calls of ${flags.batch}); CPU = node + db`,
+  );
+  out.push(
+    renderTable(
+      [
+        "system",
+        "single jobs/s",
+        "single CPU us/job",
+        "bulk jobs/s",
+        "bulk CPU us/job",
+        ...(showRatio ? ["pawl / system (single)", "pawl / system (bulk)"] : []),
+      ],
+      Object.entries(results.enqueue).map(([s, v]) => {
+        const r = v as unknown as Row;
+        return [
+          label(s),
+          int(r.median.singleJobsPerSecond),
+          dec(r.median.singleCpuUsPerJob, 0),
+          int(r.median.bulkJobsPerSecond),
+          dec(r.median.bulkCpuUsPerJob, 1),
+          ...(showRatio ? [ratio(r.pawlRatioSingle as number), ratio(r.pawlRatioBulk as number)] : []),
+        ];
+      }),
+    ),
+    "",
+  );
+}
+if (showRatio && Object.keys(results.drain).length) {
+  // The one-glance summary the issue asks for: throughput, CPU, latency and the ratios.
+  const sizes = Object.keys(results.drain);
+  out.push("Summary (ratios: pawl jobs/s divided by the system's; > 1 means pawl is faster)");
+  out.push(
+    renderTable(
+      [
+        "system",
+        ...sizes.map((n) => `${int(Number(n))} jobs/s`),
+        "CPU us/job (node+db)",
+        "pickup p50 / p99 ms",
+        ...sizes.map((n) => `pawl / system (${int(Number(n))})`),
+      ],
+      systems.map((s) => {
+        const d = sizes.map((n) => results.drain[n]![s] as unknown as Row | undefined);
+        const p = results.pickup[s] as unknown as Row | undefined;
+        return [
+          label(s),
+          ...d.map((r) => int(r?.median.jobsPerSecond)),
+          d[0] ? dec(d[0].median.nodeCpuUsPerJob! + d[0].median.dbCpuUsPerJob!, 0) : "-",
+          p ? `${dec(p.median.p50)} / ${dec(p.median.p99)}` : "-",
+          ...d.map((r) => (s === "pawl" ? "1.00x" : ratio(r?.pawlRatio as number))),
+        ];
+      }),
+    ),
+  );
+  // Issue 7's throughput goals, where both sides were measured.
+  for (const n of sizes) {
+    const goal = (peer: SystemName, target: number) => {
+      const r = results.drain[n]![peer] as unknown as Row | undefined;
+      const x = r?.pawlRatio as number | undefined;
+      return x === undefined
+        ? null
+        : `pawl / ${label(peer)} = ${ratio(x)} (goal >= ${target}x: ${x >= target ? "met" : "missed"})`;
+    };
+    const goals = [goal("graphile-tuned", 1.5), goal("floor", 0.6)].filter(Boolean);
+    if (goals.length) out.push(`goals, ${int(Number(n))} jobs: ${goals.join("; ")}`);
+  }
+  out.push("");
+}
+if (results.coordinatorLatency.length) {
+  out.push(
+    "Pickup latency across two pawl processes (enqueuer does not run the type; receiver polls every 30 s)",
+  );
+  out.push(
+    renderTable(
+      [
+        "coordinator",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "samples",
+        "picked up by a poll",
+        "enqueue call p50",
+        "enqueue -> wakeup p50",
+        "wakeup -> handler p50",
+      ],
+      results.coordinatorLatency.map((r) => [
+        r.coordinator,
+        dec(r.p50),
+        dec(r.p90),
+        dec(r.p99),
+        dec(r.max),
+        String(r.samples),
+        String(r.withoutWakeup),
+        dec(r.enqueueCallP50),
+        dec(r.toWakeupP50),
+        dec(r.wakeupToHandlerP50),
+      ]),
+    ),
+    "",
+  );
+  for (const r of results.coordinatorLatency) {
+    const errors = [...((r.receiver.errors as string[]) ?? []), ...((r.enqueuer.errors as string[]) ?? [])];
+    if (errors.length) out.push(`  ${r.coordinator} errors: ${errors.join("; ")}`);
+  }
+}
+if (results.soak) {
+  const s = results.soak;
+  out.push(
+    `Soak: ${int(s.jobs)} jobs in ${dec(s.seconds, 0)} s (${int(s.jobsPerSecond)} jobs/s), memory of the node process`,
+  );
+  out.push(
+    renderTable(
+      ["", "start", "peak", "end", "end after GC"],
+      [
+        [
+          "heap used MB",
+          dec(s.memory.start.heapUsedMB, 1),
+          dec(s.memory.peak.heapUsedMB, 1),
+          dec(s.memory.end.heapUsedMB, 1),
+          dec(s.memory.endAfterGc.heapUsedMB, 1),
+        ],
+        [
+          "RSS MB",
+          dec(s.memory.start.rssMB, 1),
+          dec(s.memory.peak.rssMB, 1),
+          dec(s.memory.end.rssMB, 1),
+          dec(s.memory.endAfterGc.rssMB, 1),
+        ],
+      ],
+    ),
+    `heap after GC at each tenth (MB): ${s.memory.heapAfterGcByTenth.join(", ")}`,
+    `jobs/s in each tenth: ${s.jobsPerSecondByTenth.map(int).join(", ")}`,
+    `table at the end: ${int(s.table.rows)} rows, ${dec(s.table.totalMB, 0)} MB with indexes; claims: ${JSON.stringify(s.diagnostics)}`,
+    "",
+  );
+}
+for (const [title, group] of [
+  ["drain", Object.values(results.drain).flatMap((x) => Object.entries(x))],
+  ["mixed", Object.entries(results.mixed)],
+] as const) {
+  for (const [s, v] of group) {
+    const diags = (v.runs as DrainMeasurement[]).map((r) => r.diagnostics).filter(Boolean);
+    const dups = (v.runs as DrainMeasurement[]).reduce((a, r) => a + r.duplicates, 0);
+    if (dups) out.push(`note: ${label(s)} ${title}: ${dups} duplicate executions`);
+    if (s === "pawl" && diags.length)
+      out.push(`pawl ${title} diagnostics (last run): ${JSON.stringify(diags[diags.length - 1])}`);
+    else
+      for (const d of diags)
+        if (d && "errors" in d) out.push(`note: ${label(s)} ${title} errors: ${JSON.stringify(d)}`);
+  }
+}
+console.log(out.join("\n"));
 process.exit(0);

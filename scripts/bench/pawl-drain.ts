@@ -1,10 +1,12 @@
 /**
- * pawl's own throughput and latency measurements: drain N pre-inserted no-op jobs at a given
- * concurrency, and pickup latency of jobs enqueued one by one into an idle node (local submission).
+ * pawl's drain and local pickup latency as plain in-process functions, for profiling
+ * (`node --cpu-prof --import tsx ...` on a script that calls them) and for ad-hoc scripts. `npm run bench`
+ * itself measures through measure.ts, one child process per measurement, with the same pawl settings.
  */
 import pg from "pg";
 // The compiled build, as users run it (npm run bench builds first).
 import { createPawl } from "../../dist/src/index.js";
+import { insertPawlJobs, resetPawlSchema } from "./systems/pawl.js";
 
 /** Result of a drain run. */
 export interface DrainResult {
@@ -14,30 +16,23 @@ export interface DrainResult {
   cpuMicrosPerJob: number;
 }
 
-/** Inserts `n` no-op jobs with one statement per 10,000 rows. */
+/** Inserts `n` runnable no-op jobs (payload `{ i }`) with one statement per 10,000 rows. */
 export async function insertJobs(pool: pg.Pool, schema: string, n: number, type = "noop"): Promise<void> {
-  for (let done = 0; done < n; done += 10_000) {
-    const count = Math.min(10_000, n - done);
-    await pool.query(
-      `INSERT INTO "${schema}".scheduler_job_queue (type, payload, scheduled_time)
-       SELECT $1, '{}'::jsonb, now() - interval '1 second' FROM generate_series(1, $2)`,
-      [type, count],
-    );
+  await insertPawlJobs(pool, schema, 0, n, type);
+}
+
+/** Creates (migrates) and empties the schema's tables. */
+export async function resetSchema(url: string, schema: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    await resetPawlSchema(url, schema, pool);
+    await pool.query(`VACUUM ANALYZE "${schema}".scheduler_job_queue`);
+  } finally {
+    await pool.end();
   }
 }
 
-/** Resets the schema's tables. */
-export async function resetSchema(url: string, schema: string): Promise<void> {
-  const setup = createPawl({ connectionString: url, schema });
-  await setup.migrate();
-  await setup.close();
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_resource_permit`);
-  await pool.query(`VACUUM ANALYZE "${schema}".scheduler_job_queue`);
-  await pool.end();
-}
-
-/** Drains `jobs` pre-inserted no-op jobs at `concurrency`. */
+/** Drains `jobs` pre-inserted no-op jobs at `concurrency` (pawl's defaults otherwise). */
 export async function drain(
   url: string,
   schema: string,
@@ -47,15 +42,17 @@ export async function drain(
   await resetSchema(url, schema);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   await insertJobs(pool, schema, jobs);
+  await pool.query(`VACUUM ANALYZE "${schema}".scheduler_job_queue`);
   await pool.end();
-  const node = createPawl({ connectionString: url, schema, concurrency, pollIntervalMs: 200 });
-  node.register("noop", () => undefined);
+  const node = createPawl({ connectionString: url, schema, concurrency });
   let done = 0;
-  const finished = new Promise<void>((resolve) =>
-    node.on("job:succeeded", () => {
-      if (++done === jobs) resolve();
-    }),
-  );
+  let finish: () => void = () => {};
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  node.register("noop", () => undefined);
+  // Succeeded = the outcome is written, not just the handler returned.
+  node.on("job:succeeded", () => {
+    if (++done === jobs) finish();
+  });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await node.start();
@@ -63,15 +60,10 @@ export async function drain(
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   await node.close();
-  return {
-    jobs,
-    seconds,
-    jobsPerSecond: jobs / seconds,
-    cpuMicrosPerJob: (cpu.user + cpu.system) / jobs,
-  };
+  return { jobs, seconds, jobsPerSecond: jobs / seconds, cpuMicrosPerJob: (cpu.user + cpu.system) / jobs };
 }
 
-/** Pickup latency: enqueue into an idle node on the same process, measure enqueue -> handler start. */
+/** Pickup latency: enqueue into an idle node of the same process, enqueue call start -> handler start. */
 export async function localLatency(
   url: string,
   schema: string,
