@@ -9,7 +9,7 @@
  * that union by effective priority. That is exact, and costs one short index scan per priority level in
  * use instead of a sort of the whole backlog.
  */
-import { named, type Queryable, type Tables } from "./sql.js";
+import { named, payloadVariants, type Queryable, type Tables } from "./sql.js";
 
 /** A claimed job as the runtime needs it. `payload` is absent on the lightweight path. */
 export interface ClaimedJob {
@@ -151,19 +151,7 @@ export function sortClaimOrder(jobs: ClaimedJob[]): ClaimedJob[] {
   );
 }
 
-const cache = new WeakMap<Tables, { full: ReturnType<typeof named>; light: ReturnType<typeof named> }>();
-
-function statements(t: Tables) {
-  let s = cache.get(t);
-  if (!s) {
-    s = {
-      full: named(t, "claim_full", claimSql(t, true)),
-      light: named(t, "claim_light", claimSql(t, false)),
-    };
-    cache.set(t, s);
-  }
-  return s;
-}
+const statement = payloadVariants("claim", claimSql);
 
 /**
  * Claims up to `limit` jobs for `nodeId`: they become RUNNING, picked by the node, with the attempt
@@ -171,7 +159,7 @@ function statements(t: Tables) {
  */
 export async function claimJobs(db: Queryable, t: Tables, args: ClaimArgs): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.types.length === 0) return [];
-  const stmt = args.withPayload ? statements(t).full : statements(t).light;
+  const stmt = statement(t, args.withPayload);
   const res = await db.query<ClaimRow>(
     stmt([args.limit, args.nodeId, args.types, args.boostIntervalMs, args.now ?? null]),
   );

@@ -16,7 +16,7 @@ import {
   type ClaimedJob,
   type ClaimRow,
 } from "./claim-jobs.js";
-import { named, type Queryable, type Tables } from "./sql.js";
+import { payloadVariants, type Queryable, type Tables } from "./sql.js";
 
 /**
  * The per-queue claim statement. Parameters: `$1` limit, `$2` node, `$3` types, `$4` boost ms, `$5` now
@@ -52,19 +52,7 @@ export function queueClaimSql(t: Tables, withPayload: boolean): string {
     ${claimUpdateSql(t, now, withPayload)}`;
 }
 
-const cache = new WeakMap<Tables, { full: ReturnType<typeof named>; light: ReturnType<typeof named> }>();
-
-function statements(t: Tables) {
-  let s = cache.get(t);
-  if (!s) {
-    s = {
-      full: named(t, "queue_claim_full", queueClaimSql(t, true)),
-      light: named(t, "queue_claim_light", queueClaimSql(t, false)),
-    };
-    cache.set(t, s);
-  }
-  return s;
-}
+const statement = payloadVariants("queue_claim", queueClaimSql);
 
 /** Claims up to `args.limit` due jobs of `queue` for `args.nodeId`, in claim order. */
 export async function claimQueueJobs(
@@ -74,7 +62,7 @@ export async function claimQueueJobs(
   args: ClaimArgs,
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.types.length === 0) return [];
-  const stmt = args.withPayload ? statements(t).full : statements(t).light;
+  const stmt = statement(t, args.withPayload);
   const res = await db.query<ClaimRow>(
     stmt([args.limit, args.nodeId, args.types, args.boostIntervalMs, args.now ?? null, queue]),
   );

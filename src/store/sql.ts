@@ -46,3 +46,28 @@ export function named(t: Tables, name: string, text: string): (values: unknown[]
   const full = `pawl_${t.schema}_${name}`;
   return (values) => ({ name: full, text, values });
 }
+
+/**
+ * A claim-style statement in its two shapes (with and without payload), built once per schema and
+ * cached, so each is prepared once per connection under its own name.
+ */
+export function payloadVariants(
+  name: string,
+  build: (t: Tables, withPayload: boolean) => string,
+): (t: Tables, withPayload: boolean) => (values: unknown[]) => QueryConfig {
+  const cache = new WeakMap<
+    Tables,
+    { full: (values: unknown[]) => QueryConfig; light: (values: unknown[]) => QueryConfig }
+  >();
+  return (t, withPayload) => {
+    let s = cache.get(t);
+    if (!s) {
+      s = {
+        full: named(t, `${name}_full`, build(t, true)),
+        light: named(t, `${name}_light`, build(t, false)),
+      };
+      cache.set(t, s);
+    }
+    return withPayload ? s.full : s.light;
+  };
+}
