@@ -22,7 +22,7 @@ import { SlotPool } from "./slot-pool.js";
 import { taskImplementations } from "./task-implementations.js";
 import { releasePermit } from "../store/permits.js";
 import type { Claimer, ClaimerOptions } from "../store/claimer.js";
-import { breakerAllow, type BreakerDecision, type BreakerSnapshot } from "../logic/breaker.js";
+import { BreakerGate } from "./breaker-gate.js";
 import { QueueLanes } from "../composition/queue-lanes.js";
 import { claimLanes } from "../composition/queue-claim.js";
 
@@ -76,6 +76,8 @@ export class NodeRuntime {
   readonly slots: SlotPool;
   /** How this node claims (classic statement or claim cursors). */
   readonly claimer: Claimer;
+  /** Admission and reporting for the node's circuit breakers. */
+  readonly breakers: BreakerGate;
   /** Per-queue lanes (buffers and slot budgets) when `queues` is configured; null otherwise. */
   readonly lanes: QueueLanes<Buffered> | null;
   /** Claimed jobs waiting for a free slot. */
@@ -119,6 +121,13 @@ export class NodeRuntime {
     });
     this.slots = new SlotPool(deps.concurrency);
     this.lanes = deps.queues ? new QueueLanes<Buffered>(deps.queues, deps.prefetch) : null;
+    this.breakers = new BreakerGate({
+      actor: (id) => this.actor(id),
+      spawn: (input) => this.root.send({ type: "ADD_BREAKER", input }),
+      sendLater: (id, event) => this.sendLater(id, event),
+      configFor: (service) => deps.options.breakerFor(service),
+      clock,
+    });
     this.claimer = deps.createClaimer({
       store: deps.store,
       nodeId: deps.nodeId,
@@ -443,14 +452,8 @@ export class NodeRuntime {
       events: this.deps.events,
       random: Math.random,
       now: () => this.deps.clock.now(),
-      breakerResult: (r, ok) => {
-        if (!r.type.service || !r.breaker?.allowed) return;
-        this.sendLater(`breaker-${r.type.service}`, { type: "RESULT", ok, trial: r.breaker.trial });
-      },
-      breakerRelease: (r) => {
-        if (!r.type.service || !r.breaker?.allowed || !r.breaker.trial) return;
-        this.sendLater(`breaker-${r.type.service}`, { type: "RELEASE", trial: true });
-      },
+      breakerResult: (r, ok) => this.breakers.result(r, ok),
+      breakerRelease: (r) => this.breakers.release(r),
     });
     if (run.permitHeld && run.type.resource) {
       const resource = run.type.resource;
@@ -472,48 +475,6 @@ export class NodeRuntime {
       }
       if (this.slots.busy === 0) this.slots.notifyIdle();
     });
-  }
-
-  /** Whether the job's breaker refuses it now (pure: the decision is recorded by {@link admitBreaker}). */
-  breakerRefuses(run: JobRun): boolean {
-    const service = run.type.service;
-    if (!service) return false;
-    run.breaker = this.breakerDecision(service);
-    return !run.breaker.allowed;
-  }
-
-  /**
-   * Records the job's admission with its breaker. The event carries only whether the job took a
-   * HALF_OPEN trial; the breaker applies that to its own current snapshot, so a result that lands in
-   * between is never overwritten by a stale copy (see breaker-machine.ts, ADMIT).
-   */
-  admitBreaker(run: JobRun): void {
-    const service = run.type.service;
-    if (!service) return;
-    run.breaker = this.breakerDecision(service);
-    if (run.breaker.allowed && run.breaker.trial)
-      this.sendLater(`breaker-${service}`, { type: "ADMIT", trial: true });
-  }
-
-  private breakerDecision(service: string): BreakerDecision {
-    const snapshot = this.breakerActor(service).getSnapshot() as { context: { breaker: BreakerSnapshot } };
-    return breakerAllow(
-      snapshot.context.breaker,
-      this.deps.clock.now(),
-      this.deps.options.breakerFor(service),
-    );
-  }
-
-  private breakerActor(service: string): AnyActorRef {
-    let ref = this.actor(`breaker-${service}`);
-    if (!ref) {
-      this.root.send({
-        type: "ADD_BREAKER",
-        input: { service, config: this.deps.options.breakerFor(service), now: () => this.deps.clock.now() },
-      });
-      ref = this.actor(`breaker-${service}`) as AnyActorRef;
-    }
-    return ref;
   }
 
   /**

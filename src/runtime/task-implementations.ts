@@ -148,7 +148,7 @@ export function taskImplementations(rt: NodeRuntime) {
       requestCancellation: (_, slot) => runOf(slot)?.ctx?.abort("the job was canceled"),
       admitBreaker: (_, slot) => {
         const run = runOf(slot);
-        if (run) rt.admitBreaker(run);
+        if (run) rt.breakers.admit(run);
       },
       finish: ({ context }, outcome) => {
         const run = rt.slots.runOf(context.slot);
@@ -175,7 +175,7 @@ export function taskImplementations(rt: NodeRuntime) {
       needsPermit: (_, slot) => runOf(slot)?.type.resource !== undefined,
       breakerOpen: (_, slot) => {
         const run = runOf(slot);
-        return !!run && rt.breakerRefuses(run);
+        return !!run && rt.breakers.refuses(run);
       },
       payloadInvalid: (_, slot) => {
         const run = runOf(slot);
