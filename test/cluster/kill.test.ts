@@ -71,7 +71,10 @@ function spawnNode(nodeId: string): NodeProcess {
 describe("kill -9 of a node mid-run", () => {
   it(`every one of ${total} jobs succeeds once; the killed node's jobs are rescued within threshold + one sweep`, async () => {
     await withDump(procs, async () => {
-      await insertWork(pool, schema, total, 5);
+      // The work arrives in two parts, the second once C is back, so there is still work for B to hold
+      // when it is killed however fast the first part drained.
+      const firstPart = Math.floor(total * 0.6);
+      await insertWork(pool, schema, firstPart, 5);
       const started = Date.now();
       const [a, b, c] = ["node-a", "node-b", "node-c"].map(spawnNode) as [
         NodeProcess,
@@ -104,6 +107,7 @@ describe("kill -9 of a node mid-run", () => {
       const c2 = spawnNode("node-c");
       await c2.ready;
       phases.push(`c back ${Date.now() - started}`);
+      await insertWork(pool, schema, total - firstPart, 5);
 
       // Kill B and restart it at once: its startup cleanup (or a sweep) recovers its previous run's rows.
       await until(async () => (await heldBy("node-b")).length > 0, 20_000, "node-b to hold work", 20);

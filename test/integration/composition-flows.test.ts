@@ -57,12 +57,14 @@ describe("chains", () => {
     );
     expect(chain.kind).toBe("chain");
     expect(chain.jobIds).toHaveLength(3);
+    // Listen before the reads below: on a loaded machine the chain may finish while they run.
+    const finished = onAny(nodes, "job:succeeded", (e) => e.job.id === chain.completionJobId);
     const [first, second, third] = await Promise.all(chain.jobIds.map((id) => nodes[0]!.getJob(id)));
     expect(first).toMatchObject({ status: "PENDING", flowId: chain.flowId, flowStep: "0" });
     expect(second).toMatchObject({ status: "WAITING", waitingFor: "dependencies", flowStep: "second" });
     expect(third).toMatchObject({ status: "WAITING", flowStep: "2" });
 
-    const done = await onAny(nodes, "job:succeeded", (e) => e.job.id === chain.completionJobId);
+    const done = await finished;
     expect(done.job.type).toBe("chain.done");
     expect(order).toEqual(["a", "b", "c"]);
     expect(seen).toEqual([undefined, { label: "a", n: 1 }, { label: "b", n: 2 }]);
@@ -169,8 +171,9 @@ describe("workflows", () => {
       ],
     });
     const d = wf.jobIds[0]!;
+    const dDone = onAny(nodes, "job:succeeded", (e) => e.job.id === d);
     expect((await nodes[0]!.getJob(d))?.status).toBe("WAITING");
-    await onAny(nodes, "job:succeeded", (e) => e.job.id === d);
+    await dDone;
     expect(runs).toEqual({ A: 1, B: 1, C: 1, D: 1 });
     expect(bothDoneBeforeD).toBe(true);
     expect(dInputs).toEqual({ B: "B!", C: "C!" });
@@ -277,8 +280,9 @@ describe("batches", () => {
       onComplete: { type: "small.done", payload: { file: "f.csv" } },
     });
     expect(batch).toMatchObject({ kind: "batch", total: 50, jobIds: [] });
+    const completed = onAny(nodes, "job:succeeded", (e) => e.job.id === batch.completionJobId);
     expect(await jobCount(batch.flowId)).toBe(51);
-    await onAny(nodes, "job:succeeded", (e) => e.job.id === batch.completionJobId);
+    await completed;
     expect(completions).toEqual([
       {
         flowId: batch.flowId,

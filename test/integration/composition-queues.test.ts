@@ -78,14 +78,16 @@ describe("per-queue concurrency", () => {
     expect(nodes[0]!.config.concurrency).toBe(5);
     const client = testPawl(schema);
     try {
+      // Both nodes fill their slow lanes before the fast work arrives. Listen before enqueuing: on a
+      // loaded machine the nodes may start all four before the enqueue calls return.
+      let slowStarted = 0;
+      const slowLanesFull = onAny(nodes, "job:started", (e) => e.job.queue === "slow" && ++slowStarted === 4);
       // A plain client does not know the types' queues: it names them.
       const slow = await client.enqueueMany(
         Array.from({ length: 12 }, () => ({ type: "q.slow", queue: "slow" })),
       );
       const elsewhere = await client.enqueue("q.elsewhere", {}, { queue: "elsewhere" });
-      // Both nodes fill their slow lanes before the fast work arrives.
-      let slowStarted = 0;
-      await onAny(nodes, "job:started", (e) => e.job.queue === "slow" && ++slowStarted === 4);
+      await slowLanesFull;
       const fast = await client.enqueueMany(
         Array.from({ length: 60 }, () => ({ type: "q.fast", queue: "fast" })),
       );

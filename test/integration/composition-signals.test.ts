@@ -76,11 +76,14 @@ describe("signals", () => {
         return d.timedOut;
       }),
     );
+    // Listen for every step before enqueuing: the 150 ms timeout leaves little room on a loaded machine.
+    const waiting = onAny(nodes, "job:waiting", (e) => e.job.type === "timeboxed" && e.timeoutMs === 150);
+    const timedOut = onAny(nodes, "job:signal-timeout", () => true);
+    const succeeded = onAny(nodes, "job:succeeded", (e) => e.job.type === "timeboxed");
     const job = await nodes[0]!.enqueue("timeboxed", {});
-    await onAny(nodes, "job:waiting", (e) => e.job.id === job.id && e.timeoutMs === 150);
-    const timedOut = onAny(nodes, "job:signal-timeout", (e) => e.jobId === job.id);
-    await onAny(nodes, "job:succeeded", (e) => e.job.id === job.id);
-    await timedOut;
+    expect((await waiting).job.id).toBe(job.id);
+    expect((await timedOut).jobId).toBe(job.id);
+    expect((await succeeded).job.id).toBe(job.id);
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ timedOut: true });
     expect((await nodes[0]!.getJob(job.id))?.result).toBe(true);
