@@ -8,9 +8,10 @@
  * Systems:    --peers (pawl, graphile-worker tuned and defaults, pg-boss, the SQL floor), or
  *             --systems pawl,graphile-tuned,graphile-defaults,pg-boss,floor
  * Workloads:  --drain, --pickup, --mixed, --enqueue (none given: --drain --pickup), --all (all four)
- *             --latency --coordinator none|postgres|amqp|hazelcast[,...]  (two processes, issue 4)
- *             --soak [--soak-jobs N]                                     (memory over 1M jobs)
- *             --graveyard                                                (not implemented here)
+ *             --latency [--coordinator none|postgres|amqp|hazelcast[,...]]   two processes (issue 4);
+ *                                                                           default coordinator: postgres
+ *             --soak [--soak-jobs 1000000] [--soak-chunk 50000]             memory of a 1M-job drain
+ *             --graveyard                                                   not implemented here
  * Sizes:      --jobs 20000[,100000] --mixed-jobs N --concurrency 10 --runs 3 --samples 500
  *             --warmup 20 --gap-ms 10 --enqueue-single 2000 --enqueue-bulk 20000 --batch 1000
  * Output:     --json (machine-readable, on stdout; progress goes to stderr), --json-out FILE (the tables
@@ -37,7 +38,7 @@ import type { SoakInput, SoakResult } from "./soak.js";
 import { SYSTEMS, type SystemName } from "./systems/types.js";
 
 const USAGE = readFileSync(new URL(import.meta.url), "utf8")
-  .split("*/")[0]!
+  .split(" */")[0]!
   .replace(/^\/\*\*\n/, "")
   .replace(/^ \* ?/gm, "");
 
@@ -172,8 +173,46 @@ async function checkpoint(): Promise<void> {
   }
 }
 
-function measure<T extends Measurement>(input: MeasureInput): Promise<T> {
-  return runChild<T>("measure.ts", input, { database });
+/** Waits until the database accepts connections again (another session may restart it). */
+async function databaseUp(timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await client.connect();
+      await client.query("SELECT 1");
+      return;
+    } catch {
+      if (Date.now() > deadline) return;
+      await new Promise((r) => setTimeout(r, 1000));
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+}
+
+const failures: string[] = [];
+
+/**
+ * Runs one measurement in a child process. On a shared machine a measurement can fail for reasons that
+ * are not the system's (another session restarting PostgreSQL or terminating backends): it is retried
+ * once, and a second failure is recorded and skipped, so one incident does not end an hour-long run.
+ */
+async function measure<T extends Measurement>(input: MeasureInput): Promise<T | null> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runChild<T>("measure.ts", input, { database });
+    } catch (error) {
+      const what = `${input.kind} ${input.system}${input.kind === "drain" ? ` ${input.jobs}${input.failEvery ? " mixed" : ""}` : ""}`;
+      const message = (error as Error).message.split("\n")[0];
+      progress(`  ${what} failed (attempt ${attempt}): ${message}`);
+      if (attempt >= 2) {
+        failures.push(`${what}: ${message}`);
+        return null;
+      }
+      await databaseUp();
+    }
+  }
 }
 
 const load = () => loadavg().map((x) => round(x, 2));
@@ -204,6 +243,8 @@ const results = {
   enqueue: {} as Record<string, SystemSeries<EnqueueMeasurement> & Record<string, unknown>>,
   coordinatorLatency: [] as CoordinatorLatencyResult[],
   soak: null as SoakResult | null,
+  /** Measurements that failed twice (skipped; the medians use the runs that succeeded). */
+  failures,
 };
 
 await ensureDatabase(url);
@@ -235,6 +276,7 @@ for (
           concurrency,
           failEvery: 0,
         });
+        if (!m) continue;
         ((results.drain[jobs] ??= {})[system] ??= { runs: [] }).runs.push(m);
         progress(
           `  ${int(m.jobsPerSecond)} jobs/s, ${dec(m.cpu.nodeUs, 0)} us node + ${dec(m.cpu.dbUs, 0)} us db per job`,
@@ -254,6 +296,7 @@ for (
         concurrency,
         failEvery: 10,
       });
+      if (!m) continue;
       (results.mixed[system] ??= { runs: [] }).runs.push(m);
       progress(`  ${int(m.jobsPerSecond)} jobs/s (first pass ${int(m.firstPassJobsPerSecond)})`);
     }
@@ -271,6 +314,7 @@ for (
         gapMs,
         concurrency,
       });
+      if (!m) continue;
       (results.pickup[system] ??= { runs: [] }).runs.push(m);
       progress(`  p50 ${dec(m.p50)} ms, p99 ${dec(m.p99)} ms`);
     }
@@ -286,6 +330,7 @@ for (
         bulk: positiveInt("enqueue-bulk", flags["enqueue-bulk"]),
         batch: positiveInt("batch", flags.batch),
       });
+      if (!m) continue;
       (results.enqueue[system] ??= { runs: [] }).runs.push(m);
       progress(`  single ${int(m.single.jobsPerSecond)} jobs/s, bulk ${int(m.bulk.jobsPerSecond)} jobs/s`);
     }
@@ -301,9 +346,21 @@ if (flags.latency) {
     progress(
       `two-process pickup latency, coordinator ${coordinator}, ${samples} samples (load ${load()[0]})...`,
     );
-    const r = await coordinatorLatency({ url, coordinator, samples, warmup: w, gapMs: Math.max(gapMs, 20) });
-    results.coordinatorLatency.push(r);
-    progress(`  p50 ${dec(r.p50)} ms, p99 ${dec(r.p99)} ms`);
+    try {
+      const r = await coordinatorLatency({
+        url,
+        coordinator,
+        samples,
+        warmup: w,
+        gapMs: Math.max(gapMs, 20),
+      });
+      results.coordinatorLatency.push(r);
+      progress(`  p50 ${dec(r.p50)} ms, p99 ${dec(r.p99)} ms`);
+    } catch (error) {
+      const message = (error as Error).message.split("\n")[0];
+      progress(`  failed: ${message}`);
+      failures.push(`latency ${coordinator}: ${message}`);
+    }
   }
 }
 
@@ -699,5 +756,6 @@ for (const [title, group] of [
         if (d && "errors" in d) out.push(`note: ${label(s)} ${title} errors: ${JSON.stringify(d)}`);
   }
 }
+if (failures.length) out.push(`failed measurements (skipped): ${failures.join("; ")}`);
 console.log(out.join("\n"));
 process.exit(0);
