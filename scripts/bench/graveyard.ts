@@ -267,8 +267,8 @@ export async function runGraveyard(options: GraveyardOptions): Promise<Graveyard
       });
       for (const [name, label] of [
         ["cursor_full_full", "full discovery pass"],
-        ["cursor_window", "floored pass: window read"],
-        ["cursor_seek_full", "floored pass: seek of known levels"],
+        ["cursor_floored_full", "floored pass: window read, seek of known levels and claim (one statement)"],
+        ["cursor_seek_full", "fast poll: seek past the cursors"],
       ] as const) {
         const xs = run.samples.filter((s) => s.name === name);
         if (xs.length > 0 && !statements[label]) {

@@ -5,8 +5,9 @@
  *   `limit` unlocked due rows strictly after the level's position, in (scheduled_time, id) order, FOR
  *   UPDATE SKIP LOCKED; plus optional picks locked by id equality; merged by effective priority with the
  *   age boost exactly like the classic claim, then the UPDATE to RUNNING. One statement per poll.
- * - **window**: the floored pass's read of PENDING due rows above an id floor, in id order, on the
- *   `(id) WHERE status = 'PENDING'` index (migration 0003). No locks, no ORDER BY priority.
+ * - **floored claim**: the seek claim whose picks come from a window read in the same statement: PENDING
+ *   due rows above an id floor, in id order, on the `(id) WHERE status = 'PENDING'` index (migration
+ *   0003), ordered by claim order in SQL. One statement, so a wakeup costs one round trip.
  * - **full pass**: the classic claim (src/store/claim-jobs.ts) that also reports what the cursors need.
  *
  * Every statement reports the database's now() and each row's scheduled time in epoch microseconds, so
@@ -38,16 +39,27 @@ const headsSql = (from: string) => `(
 
 const claimedPositionColumn = `, ${usOf("j.scheduled_time")}::text AS st_us`;
 
+/** What the floored pass adds to the seek claim's statement (see {@link seekMergeSql}). */
+interface SeekMergeParts {
+  /** CTEs placed before the seek's, each followed by a comma. */
+  prelude: string;
+  /** The bigint[] expression of the ids the `picks` CTE locks by equality. */
+  pickIds: string;
+  /** Extra columns of the meta row, each `, expr AS name`. */
+  meta: string;
+  /** The same columns as read from the meta row `m`, each `, m.name`. */
+  metaOut: string;
+}
+
 /**
- * The seek claim. Parameters: `$1` limit, `$2` node, `$3` types, `$4` boost ms, `$5` now override,
- * `$6` levels int[], `$7` their positions' times (epoch µs) bigint[], `$8` their positions' ids bigint[],
- * `$9` picked ids bigint[] (the floored pass's window picks; empty on a plain seek).
- * Returns one row per claimed job, or one row of nulls when nothing was claimed, each with `now_us` and
- * `heads` (the first seek candidate of every level that had one).
+ * The seek claim's text, shared by the seek and the floored pass so their seeks, merge and claim cannot
+ * drift apart: per level the seek from its position, the picks locked by id with PENDING rechecked (the
+ * lock's recheck drops rows a peer claimed since the statement's snapshot), the merge by effective
+ * priority, the UPDATE, and the meta row.
  */
-export function seekClaimSql(t: Tables, withPayload: boolean): string {
+function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): string {
   return `
-    WITH levels AS (
+    WITH ${x.prelude}levels AS (
       SELECT l.p, ${fromUs("l.us")} AS st, l.id
       FROM unnest($6::int[], $7::bigint[], $8::bigint[]) AS l(p, us, id)
     ),
@@ -66,7 +78,7 @@ export function seekClaimSql(t: Tables, withPayload: boolean): string {
     ),
     picks AS (
       SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-      WHERE j.id = ANY($9::bigint[]) AND j.status = 'PENDING'
+      WHERE j.id = ANY(${x.pickIds}) AND j.status = 'PENDING'
         AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
       FOR UPDATE SKIP LOCKED
     ),
@@ -80,9 +92,56 @@ export function seekClaimSql(t: Tables, withPayload: boolean): string {
     claimed AS (${claimUpdateSql(t, now, withPayload, claimedPositionColumn)}
     ),
     meta AS (
-      SELECT ${usOf(now)}::text AS now_us, ${headsSql("seek")} AS heads
+      SELECT ${usOf(now)}::text AS now_us, ${headsSql("seek")} AS heads${x.meta}
     )
-    SELECT m.now_us, m.heads, c.* FROM meta m LEFT JOIN claimed c ON true`;
+    SELECT m.now_us, m.heads${x.metaOut}, c.* FROM meta m LEFT JOIN claimed c ON true`;
+}
+
+/**
+ * The seek claim. Parameters: `$1` limit, `$2` node, `$3` types, `$4` boost ms, `$5` now override,
+ * `$6` levels int[], `$7` their positions' times (epoch µs) bigint[], `$8` their positions' ids bigint[],
+ * `$9` ids to lock by equality bigint[] (empty on the seek pass; the floored pass uses
+ * {@link flooredClaimSql}).
+ * Returns one row per claimed job, or one row of nulls when nothing was claimed, each with `now_us` and
+ * `heads` (the first seek candidate of every level that had one).
+ */
+export function seekClaimSql(t: Tables, withPayload: boolean): string {
+  return seekMergeSql(t, withPayload, { prelude: "", pickIds: "$9::bigint[]", meta: "", metaOut: "" });
+}
+
+/**
+ * The floored pass in one statement (one round trip on the wakeup path). The CTE `win` reads up to `$10`
+ * PENDING due rows of the types with id above `$9`, in id order: a range scan on the `(id) WHERE status =
+ * 'PENDING'` index that takes no locks and never touches the priority index. `win_picks` orders the window
+ * in claim order (effective priority with the age boost, then scheduled time, then id; the model is
+ * `pickWindow`) and keeps the best `$1`; they are the seek claim's picks. `$1..$8` are the seek claim's.
+ * Returns what {@link seekClaimSql} returns plus `window_rows`: every window row read (`id`, `p`, `us`),
+ * in id order, since the cursors learn levels and ids from rows the claim did not take.
+ */
+export function flooredClaimSql(t: Tables, withPayload: boolean): string {
+  const prelude = `win AS (
+      SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
+      WHERE j.status = 'PENDING' AND j.id > $9::bigint
+        AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
+      ORDER BY j.id
+      LIMIT $10
+    ),
+    win_picks AS (
+      SELECT w.id FROM win w
+      ORDER BY w.priority + ${boostSql(now, "w")} DESC, w.scheduled_time, w.id
+      LIMIT $1
+    ),
+    `;
+  const windowRows = `(
+      SELECT coalesce(json_agg(json_build_object('id', w.id::text, 'p', w.priority,
+                                                 'us', ${usOf("w.scheduled_time")}::text) ORDER BY w.id), '[]'::json)
+      FROM win w)`;
+  return seekMergeSql(t, withPayload, {
+    prelude,
+    pickIds: "ARRAY(SELECT id FROM win_picks)",
+    meta: `, ${windowRows} AS window_rows`,
+    metaOut: ", m.window_rows",
+  });
 }
 
 /**
@@ -102,29 +161,14 @@ export function fullPassSql(t: Tables, withPayload: boolean): string {
     SELECT m.now_us, m.heads, m.levels, m.high_id, c.* FROM meta m LEFT JOIN claimed c ON true`;
 }
 
-/**
- * The floored pass's window: PENDING due rows of `$2` types with id above `$1`, in id order, at most `$3`
- * of them, `$4` the now override. A range scan on the `(id) WHERE status = 'PENDING'` index that never
- * touches the priority index.
- */
-export function windowSql(t: Tables): string {
-  const wnow = "coalesce($4::timestamptz, now())";
-  return `
-    SELECT j.id::text AS id, j.priority, ${usOf("j.scheduled_time")}::text AS us, ${usOf(wnow)}::text AS now_us
-    FROM ${t.jobs} j
-    WHERE j.status = 'PENDING' AND j.id > $1::bigint
-      AND j.scheduled_time <= ${wnow} AND j.type = ANY($2::text[])
-    ORDER BY j.id
-    LIMIT $3`;
-}
-
 type Stmt = ReturnType<typeof named>;
 interface Statements {
   seekFull: Stmt;
   seekLight: Stmt;
   fullFull: Stmt;
   fullLight: Stmt;
-  window: Stmt;
+  flooredFull: Stmt;
+  flooredLight: Stmt;
 }
 const cache = new WeakMap<Tables, Statements>();
 
@@ -136,7 +180,8 @@ function statements(t: Tables): Statements {
       seekLight: named(t, "cursor_seek_light", seekClaimSql(t, false)),
       fullFull: named(t, "cursor_full_full", fullPassSql(t, true)),
       fullLight: named(t, "cursor_full_light", fullPassSql(t, false)),
-      window: named(t, "cursor_window", windowSql(t)),
+      flooredFull: named(t, "cursor_floored_full", flooredClaimSql(t, true)),
+      flooredLight: named(t, "cursor_floored_light", flooredClaimSql(t, false)),
     };
     cache.set(t, s);
   }
@@ -174,6 +219,7 @@ type MetaRow = Partial<ClaimRow> & {
   st_us: string | null;
   levels?: number[];
   high_id?: string | null;
+  window_rows?: { id: string; p: number; us: string }[];
 };
 
 function readResult(rows: MetaRow[], withPayload: boolean): CursorClaimResult {
@@ -247,21 +293,41 @@ export async function fullPassClaim(
   };
 }
 
-/** Reads the floored pass's window: up to `size` PENDING due rows above `floorId`, in id order. */
-export async function readWindow(
+/** A floored pass's result: the claim's, plus the window it read (id order). */
+export interface FlooredResult extends CursorClaimResult {
+  window: WindowRow[];
+}
+
+/**
+ * Runs the floored pass: reads up to `windowSize` PENDING due rows above `floorId`, picks the best of them
+ * in claim order, and claims them merged with the seeks of `targets`. One statement.
+ */
+export async function flooredClaim(
   db: Queryable,
   t: Tables,
+  args: CursorClaimArgs,
+  targets: readonly SeekTarget[],
   floorId: bigint,
-  types: readonly string[],
-  size: number,
-  nowOverride: Date | null,
-): Promise<{ rows: WindowRow[]; nowUs: bigint | null }> {
-  const res = await db.query<{ id: string; priority: number; us: string; now_us: string }>(
-    statements(t).window([floorId.toString(), types, size, nowOverride]),
+  windowSize: number,
+): Promise<FlooredResult> {
+  const s = statements(t);
+  const res = await db.query<MetaRow>(
+    (args.withPayload ? s.flooredFull : s.flooredLight)([
+      args.limit,
+      args.nodeId,
+      args.types,
+      args.boostIntervalMs,
+      args.now ?? null,
+      targets.map((x) => x.priority),
+      usList(targets),
+      idList(targets),
+      floorId.toString(),
+      windowSize,
+    ]),
   );
-  const first = res.rows[0];
+  const rows = res.rows[0]?.window_rows ?? [];
   return {
-    rows: res.rows.map((r) => ({ id: BigInt(r.id), priority: r.priority, us: BigInt(r.us) })),
-    nowUs: first ? BigInt(first.now_us) : null,
+    ...readResult(res.rows, args.withPayload),
+    window: rows.map((r) => ({ id: BigInt(r.id), priority: r.p, us: BigInt(r.us) })),
   };
 }

@@ -9,25 +9,18 @@
  *   classic claim over every level. It rebuilds the cursors and drops the floors to what was observed
  *   before it. One statement.
  * - **floored pass** (every `discoveryMs`, jittered downward; at once after a wakeup; again right after a
- *   discovery that filled its limit): reads a window of PENDING due rows above the id floor in id order,
- *   orders it in memory by claim order, and claims the best of it together with a seek of every cursor and
- *   every recently seen level from its time floor, in one statement. Two statements (one when there is
- *   nothing to seek or pick).
+ *   discovery that left window rows uncovered): reads a window of PENDING due rows above the id floor in
+ *   id order, picks the best of it by claim order, and claims them together with a seek of every cursor
+ *   and every recently seen level from its time floor. One statement: it runs on the wakeup path
+ *   (enqueue -> NOTIFY -> wakeup -> claim), where a second round trip was about half the latency.
  * - **seek**: one statement seeking past each level's cursor. Levels that come back empty lose their
  *   cursor.
  * - **nothing**: no cursor left and no discovery due.
  */
 import type { ClaimedJob } from "./claim-jobs.js";
 import type { Claimer, ClaimerOptions } from "./claimer.js";
-import { fullPassClaim, readWindow, seekClaim, type CursorClaimArgs } from "./claim-cursor-sql.js";
-import {
-  CursorState,
-  pickWindow,
-  usToIso,
-  type PassKind,
-  type PassToken,
-  type SeekTarget,
-} from "./claim-cursor-state.js";
+import { flooredClaim, fullPassClaim, seekClaim, type CursorClaimArgs } from "./claim-cursor-sql.js";
+import { CursorState, usToIso, type PassKind, type PassToken } from "./claim-cursor-state.js";
 
 /** The floored pass's default window (rows read above the id floor). */
 export const defaultDiscoveryWindow = 500;
@@ -181,43 +174,30 @@ export class CursorClaimer implements Claimer {
         return { kind, jobs: r.jobs, statements: 1 };
       }
       case "floored":
-        return this.floored(token, limit, types, args);
+        return this.floored(token, limit, args);
     }
   }
 
-  private async floored(
-    token: PassToken,
-    limit: number,
-    types: readonly string[],
-    args: CursorClaimArgs,
-  ): Promise<PollReport> {
+  private async floored(token: PassToken, limit: number, args: CursorClaimArgs): Promise<PollReport> {
     const s = this.state;
-    const db = this.o.store.pool;
-    const t = this.o.store.tables;
+    const targets = s.seekTargets("floored", this.now());
     s.counters.queries++;
-    const window = await readWindow(db, t, s.floorId ?? 0n, types, this.window, args.now ?? null);
-    const picks =
-      window.nowUs === null ? [] : pickWindow(window.rows, limit, window.nowUs, this.o.boostIntervalMs);
-    const targets: SeekTarget[] = s.seekTargets("floored", this.now());
-    if (targets.length === 0 && picks.length === 0) {
-      s.afterFloored(token, targets, window.rows, null, this.now());
-      return { kind: "floored", jobs: [], statements: 1 };
-    }
-    s.counters.queries++;
-    const r = await seekClaim(
-      db,
-      t,
+    const r = await flooredClaim(
+      this.o.store.pool,
+      this.o.store.tables,
       args,
       targets,
-      picks.map((p) => p.id),
+      s.floorId ?? 0n,
+      this.window,
     );
+    // Always an outcome, even for an empty window and no targets: it then moves nothing, as null did.
     s.afterFloored(
       token,
       targets,
-      window.rows,
+      r.window,
       { claimed: r.positions, heads: r.heads, limit, nowUs: r.nowUs },
       this.now(),
     );
-    return { kind: "floored", jobs: r.jobs, statements: 2 };
+    return { kind: "floored", jobs: r.jobs, statements: 1 };
   }
 }

@@ -4,6 +4,7 @@ import { JobStore } from "../../src/index.js";
 import { ManualClock } from "../../src/clock.js";
 import { buildNewJob } from "../../src/enqueue-input.js";
 import { CursorClaimer, type CursorClaimerOptions } from "../../src/store/claim-cursor.js";
+import { pickWindow, type WindowRow } from "../../src/store/claim-cursor-state.js";
 import { setupSchema } from "../helpers/pawl.js";
 
 let schema: string;
@@ -34,7 +35,7 @@ beforeAll(async () => {
 });
 afterAll(() => cleanup());
 
-/** The statements sent since the last call, by short name (cursor_seek_light, cursor_window, ...). */
+/** The statements sent since the last call, by short name (cursor_seek_light, cursor_floored_light, ...). */
 function statements(): string[] {
   const out = sent.splice(0).map((n) => n.replace(`pawl_${schema}_`, ""));
   return out;
@@ -126,7 +127,8 @@ describe("claim cursors", () => {
     const found = await c.poll(5, ["a"]);
     expect(found.kind).toBe("floored");
     expect(ids(found.jobs)).toEqual([fresh?.id]);
-    expect(statements()).toEqual(["cursor_window", "cursor_seek_light"]);
+    expect(found.statements).toBe(1);
+    expect(statements()).toEqual(["cursor_floored_light"]);
   });
 
   it("runs the floored pass at once after a wakeup", async () => {
@@ -139,6 +141,54 @@ describe("claim cursors", () => {
     c.onWakeup();
     const woke = await c.poll(5, ["a"]);
     expect([woke.kind, ids(woke.jobs)]).toEqual(["floored", [fresh?.id]]);
+  });
+
+  it("claims the floored pass in one statement, picking what pickWindow picks (age boost across levels)", async () => {
+    await reset();
+    const interval = 15 * 60_000;
+    const c = claimer(new ManualClock(0), {
+      boostIntervalMs: interval,
+      window: 10,
+      databaseNow: () => new Date(T0),
+    });
+    // The boot full pass on an empty table: no known level, no cursor, so the claim is the window's picks.
+    expect((await c.poll(5, ["a"])).kind).toBe("full");
+    // Whole milliseconds (the model's resolution) and ages on both sides of boost boundaries, so the boost
+    // reorders across levels: 5 waiting 10 intervals (15) beats 12 fresh; 8 waiting 3 (11) ties 9 waiting 2.
+    const spec: [number, number][] = [
+      [12, 0],
+      [5, 10 * interval],
+      [8, 3 * interval],
+      [9, 2 * interval],
+      [10, interval - 1],
+      [10, interval],
+      [0, 14 * interval + 7],
+      [11, 0],
+      [3, 6 * interval - 1],
+      [9, 2 * interval],
+      [50, 0], // the 11th row: above every window row, but past the window of 10
+    ];
+    const rows = await raw.enqueue(spec.map(([p, age]) => job(p, T0 - age)));
+    const window: WindowRow[] = rows.slice(0, 10).map((r, i) => ({
+      id: BigInt(r.id),
+      priority: spec[i]![0],
+      us: BigInt(T0 - spec[i]![1]) * 1000n,
+    }));
+    const expected = pickWindow(window, 6, BigInt(T0) * 1000n, interval).map((r) => r.id.toString());
+    expect(expected.slice(0, 3)).toEqual([rows[1]?.id, rows[6]?.id, rows[0]?.id]); // 15, 14 (boosted), 12
+    c.onWakeup();
+    statements();
+    const r = await c.poll(6, ["a"]);
+    expect([r.kind, r.statements, statements()]).toEqual(["floored", 1, ["cursor_floored_light"]]);
+    expect(ids(r.jobs)).toEqual(expected);
+    // The window reached the bookkeeping: every level in it is known, its highest id observed.
+    expect([...c.state.known.keys()].sort((a, b) => a - b)).toEqual([0, 3, 5, 8, 9, 10, 11, 12]);
+    expect(c.state.highWater).toBe(BigInt(rows[9]!.id));
+    // Window rows were left uncovered, so the floored pass stays due and takes the rest next.
+    expect(c.state.discoveryDue).toBe(true);
+    const rest = await c.poll(10, ["a"]);
+    expect(rest.kind).toBe("floored");
+    expect(ids(rest.jobs)).toContain(rows[10]?.id);
   });
 
   it("finds a higher-priority arrival below the cursors at the next discovery, ahead of the backlog", async () => {
