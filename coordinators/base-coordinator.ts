@@ -147,6 +147,21 @@ export abstract class BaseCoordinator implements Coordinator {
     this.counters.published++;
   }
 
+  /**
+   * Coalescing for a hint the caller publishes itself (folded into its insert): true when it is the
+   * leading edge and should go out now, false when it was merged into the pending hint (counted as
+   * suppressed; the coalescer publishes it at the window's end).
+   */
+  protected coalesceFolded(hint: WakeupHint): boolean {
+    if (this.closed) return false;
+    if (this.coalescer.pushFolded(hint)) {
+      this.counters.published++;
+      return true;
+    }
+    this.counters.suppressed++;
+    return false;
+  }
+
   /** Opens the transport; see {@link BaseCoordinator.start} for when it must resolve. May reject. */
   protected abstract open(): Promise<void>;
 

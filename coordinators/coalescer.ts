@@ -82,6 +82,23 @@ export class HintCoalescer {
     return true;
   }
 
+  /**
+   * Offers a work hint that the caller will send itself when told to (a notify folded into an insert).
+   * Returns true on the leading edge: the caller sends it now and a window opens as though it had been
+   * sent here. Returns false when it was merged into the pending hint, which this coalescer sends when its
+   * window closes (callers count it as suppressed).
+   */
+  pushFolded(hint: WakeupHint): boolean {
+    if (this.closed) return false;
+    if (this.options.windowMs <= 0) return true;
+    if (this.timer === undefined) {
+      this.openWindow();
+      return true;
+    }
+    this.pending = this.pending === undefined ? mergeHints(hint, hint) : mergeHints(this.pending, hint);
+    return false;
+  }
+
   /** Whether a merged hint is waiting for its window to close. */
   get hasPending(): boolean {
     return this.pending !== undefined;

@@ -17,6 +17,7 @@ export type {
   Coordinator,
   CoordinatorEvents,
   CoordinatorStatus,
+  FoldedNotify,
   TransactionalNotify,
   WakeupHint,
 } from "./spi.js";

@@ -49,6 +49,14 @@ export interface TransactionalNotify {
   values: unknown[];
 }
 
+/** A notification for PostgreSQL's `pg_notify(channel, payload)`, for a store to send from its own statement. */
+export interface FoldedNotify {
+  /** The LISTEN/NOTIFY channel. */
+  channel: string;
+  /** The encoded hint. */
+  payload: string;
+}
+
 /** Lifecycle events a coordinator reports to its owner. */
 export interface CoordinatorEvents {
   /** Connected (first time or after an outage): the node should poll once to catch up on lost hints. */
@@ -95,4 +103,22 @@ export interface Coordinator {
    * ```
    */
   inTransaction?(hint: WakeupHint): TransactionalNotify;
+  /**
+   * Optional, for transports whose channel lives in the job database (only postgres): instead of being
+   * published after the insert, `hint` is handed to the store, which calls pg_notify from the insert
+   * statement itself. It is delivered when the insert commits, a round trip sooner than a separate publish,
+   * and a rolled-back or conflicting insert (no row inserted) wakes nobody.
+   *
+   * Outside a transaction (`transactional: false`) the hint is coalesced first, exactly like
+   * {@link Coordinator.notifyNewWork}: the result is undefined when it was merged into a hint the
+   * coordinator publishes itself at the end of its window. Inside one it bypasses coalescing, like
+   * {@link Coordinator.inTransaction}.
+   *
+   * @example
+   * ```ts
+   * const notify = coordinator.foldNotify?.({ priority: 30, source: nodeId }, false);
+   * // INSERT ... ; SELECT pg_notify(notify.channel, notify.payload) in the same statement
+   * ```
+   */
+  foldNotify?(hint: WakeupHint, transactional: boolean): FoldedNotify | undefined;
 }

@@ -3,15 +3,16 @@
  * actor tree and joins the cluster, stop() drains. Enqueues wake the local poller and, for urgent work,
  * publish a hint through the coordinator so other nodes wake too.
  */
-import type { Coordinator, WakeupHint } from "../coordinators/spi.js";
+import type { Coordinator, FoldedNotify } from "../coordinators/spi.js";
 import type { PawlConfig } from "./config.js";
 import type { EnqueuedJob } from "./store/enqueue-jobs.js";
+import type { NewJob } from "./enqueue-input.js";
+import { hintJobOfNew, hintJobOfRow, urgentHint } from "./enqueue-hints.js";
 import type { CancelResult } from "./store/cancel-job.js";
 import type { Queryable } from "./store/sql.js";
 import { PawlError } from "./errors.js";
 import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "./events.js";
 import { PawlClient } from "./pawl.js";
-import { priorities } from "./priority.js";
 import { NodeRuntime } from "./runtime/node-runtime.js";
 import {
   resolveJobType,
@@ -60,6 +61,8 @@ export class Pawl extends PawlClient {
   private readonly runtimeOptions: ResolvedRuntimeOptions;
   private runtime: NodeRuntime | null = null;
   private coordinator: Promise<Coordinator> | null = null;
+  /** The coordinator once started (enqueue folds its notify only then: it must never wait for a connect). */
+  private coordinatorReady: Coordinator | null = null;
   private stopping: Promise<void> | null = null;
   private keepAlive: NodeJS.Timeout | null = null;
   private offDeclaredDead: (() => void) | null = null;
@@ -75,7 +78,8 @@ export class Pawl extends PawlClient {
         const t = this.types.get(type);
         return t ? typeDefaults(t) : undefined;
       },
-      afterEnqueue: (jobs, tx) => this.afterEnqueue(jobs, tx),
+      foldWakeup: (jobs, transactional) => this.foldWakeup(jobs, transactional),
+      afterEnqueue: (jobs, tx, folded) => this.afterEnqueue(jobs, tx, folded === true),
       afterCancel: (result) => this.afterCancel(result),
       events: this.events,
       afterRelease: () =>
@@ -341,28 +345,40 @@ export class Pawl extends PawlClient {
           }),
         );
         await coordinator.start();
+        this.coordinatorReady = coordinator;
         return coordinator;
       });
     }
     return this.coordinator;
   }
 
-  private async afterEnqueue(jobs: readonly EnqueuedJob[], tx: Queryable | undefined): Promise<void> {
-    const fresh = jobs.filter((j) => j.inserted && j.status === "PENDING");
-    if (fresh.length === 0) return;
+  /**
+   * The notify to send from the insert statement itself, when the enqueue is urgent and the coordinator
+   * can fold (postgres): the other nodes hear of the job as it commits, a round trip sooner.
+   */
+  private foldWakeup(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined {
+    const coordinator = this.coordinatorReady;
+    if (!coordinator?.foldNotify || this.stopping) return undefined;
     const now = Date.now();
-    const due = fresh.filter((j) => j.scheduledTime.getTime() <= now + 5);
-    if (this.runtime && due.some((j) => this.types.has(j.type))) this.runtime.wake("local");
-    // The reference's triggers: critical priority, or a single job enqueued to run now.
-    const critical = fresh.filter((j) => j.priority >= priorities.critical);
-    const urgent = critical.length > 0 || (fresh.length === 1 && due.length === 1);
-    if (!urgent || this.stopping) return;
-    const targets = new Set(fresh.map((j) => j.type));
-    const hint: WakeupHint = {
-      priority: Math.max(...fresh.map((j) => j.priority)),
-      source: this.nodeId,
-      ...(targets.size === 1 ? { target: fresh[0]!.type } : {}),
-    };
+    const hint = urgentHint(
+      jobs.map((j) => hintJobOfNew(j, now)),
+      this.nodeId,
+    );
+    return hint ? coordinator.foldNotify(hint, transactional) : undefined;
+  }
+
+  private async afterEnqueue(
+    jobs: readonly EnqueuedJob[],
+    tx: Queryable | undefined,
+    folded: boolean,
+  ): Promise<void> {
+    const now = Date.now();
+    const fresh = jobs.filter((j) => j.inserted && j.status === "PENDING").map((j) => hintJobOfRow(j, now));
+    if (fresh.length === 0) return;
+    if (this.runtime && fresh.some((j) => j.due && this.types.has(j.type))) this.runtime.wake("local");
+    if (folded || this.stopping) return;
+    const hint = urgentHint(fresh, this.nodeId);
+    if (!hint) return;
     if (tx) {
       const coordinator = await this.ensureCoordinator();
       const stmt = coordinator.inTransaction?.(hint);

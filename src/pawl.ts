@@ -4,7 +4,8 @@
  */
 import type pg from "pg";
 import { resolveConfig, type PawlConfig, type ResolvedConfig } from "./config.js";
-import { buildNewJob, type EnqueueOptions, type TypeDefaults } from "./enqueue-input.js";
+import { buildNewJob, type EnqueueOptions, type NewJob, type TypeDefaults } from "./enqueue-input.js";
+import type { FoldedNotify } from "../coordinators/spi.js";
 import { JobNotFoundError, PawlError, ValidationError } from "./errors.js";
 import { createPool } from "./store/pool.js";
 import { JobStore } from "./store/job-store.js";
@@ -60,7 +61,17 @@ export interface DeadLetterQueue {
  */
 export interface PawlHooks {
   typeDefaults(type: string): TypeDefaults | undefined;
-  afterEnqueue(jobs: readonly EnqueuedJob[], inTransaction: Queryable | undefined): Promise<void>;
+  /**
+   * Before an insert: the notify to send from the insert statement itself (see
+   * `Coordinator.foldNotify`), or undefined to publish after it, if at all.
+   */
+  foldWakeup?(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined;
+  /** After an insert; `folded` when the insert statement carried the notify already. */
+  afterEnqueue(
+    jobs: readonly EnqueuedJob[],
+    inTransaction: Queryable | undefined,
+    folded?: boolean,
+  ): Promise<void>;
   afterCancel(result: CancelResult): void;
   /** The node's event stream, for the events of composition (signals, pauses, flows). */
   events?: PawlEventEmitter;
@@ -139,9 +150,10 @@ export class PawlClient {
       this.config.maxPayloadBytes,
     );
     const db = options?.client;
-    const [row] = await this.store.enqueue([job], db ?? this.pool);
+    const notify = this.hooks?.foldWakeup?.([job], db !== undefined);
+    const [row] = await this.store.enqueue([job], db ?? this.pool, notify);
     const out = row as EnqueuedJob<P>;
-    await this.hooks?.afterEnqueue([out], db);
+    await this.hooks?.afterEnqueue([out], db, notify !== undefined);
     return out;
   }
 
@@ -169,8 +181,9 @@ export class PawlClient {
         throw error;
       }
     });
-    const rows = await this.store.enqueue(jobs, options.client ?? this.pool);
-    await this.hooks?.afterEnqueue(rows, options.client);
+    const notify = this.hooks?.foldWakeup?.(jobs, options.client !== undefined);
+    const rows = await this.store.enqueue(jobs, options.client ?? this.pool, notify);
+    await this.hooks?.afterEnqueue(rows, options.client, notify !== undefined);
     return rows;
   }
 

@@ -18,7 +18,7 @@ import pgListen from "pg-listen";
 import { BaseCoordinator } from "../base-coordinator.js";
 import { backoffDelay, withJitter, type CoordinatorOptions } from "../coordinator-options.js";
 import { encodeHint } from "../hint-codec.js";
-import type { TransactionalNotify, WakeupHint } from "../spi.js";
+import type { FoldedNotify, TransactionalNotify, WakeupHint } from "../spi.js";
 import {
   resolvePostgresConfig,
   type PostgresCoordinatorConfig,
@@ -68,15 +68,30 @@ export class PostgresCoordinator extends BaseCoordinator {
    * after a rollback). Bypasses coalescing and the connection state: it runs on the store's connection.
    */
   inTransaction(hint: WakeupHint): TransactionalNotify {
+    this.countPublished();
+    return { text: "SELECT pg_notify($1, $2)", values: [this.config.channel, this.payloadOf(hint)] };
+  }
+
+  /**
+   * The notification for the store to send from its insert statement (see {@link Coordinator.foldNotify}):
+   * coalesced outside a transaction, as {@link PostgresCoordinator.inTransaction} inside one.
+   */
+  foldNotify(hint: WakeupHint, transactional: boolean): FoldedNotify | undefined {
+    if (transactional) this.countPublished();
+    else if (!this.coalesceFolded(hint)) return undefined;
+    return { channel: this.config.channel, payload: this.payloadOf(hint) };
+  }
+
+  private payloadOf(hint: WakeupHint): string {
     // An unencodable hint still wakes everyone: a bare work hint is always safe to send.
-    const payload =
+    return (
       encodeHint(hint) ??
       encodeHint({
         priority: Number.isFinite(hint.priority) ? hint.priority : 0,
         source: this.options.nodeId,
-      });
-    this.countPublished();
-    return { text: "SELECT pg_notify($1, $2)", values: [this.config.channel, payload] };
+      }) ??
+      ""
+    );
   }
 
   protected async open(): Promise<void> {

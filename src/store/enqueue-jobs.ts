@@ -5,25 +5,35 @@
  */
 import type { NewJob } from "../enqueue-input.js";
 import type { QueryConfig } from "pg";
+import type { FoldedNotify } from "../../coordinators/spi.js";
 import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 /** A job returned by enqueue: `inserted` is false when a live job with the same unique key was returned. */
 export type EnqueuedJob<P = unknown> = Job<P> & { inserted: boolean };
 
-const insertStatements = new WeakMap<Tables, (values: unknown[]) => QueryConfig>();
+/** A schema's insert statements: plain, and with a pg_notify folded in. */
+interface InsertStatements {
+  plain: (values: unknown[]) => QueryConfig;
+  notify: (values: unknown[]) => QueryConfig;
+}
+
+const insertStatements = new WeakMap<Tables, InsertStatements>();
 
 /**
- * The insert statement of a schema, named so each connection (a caller's transaction client too)
- * prepares it once: parsing and planning it on every call cost a lone enqueue about a third of its time.
+ * The insert statements of a schema, named so each connection (a caller's transaction client too)
+ * prepares them once: parsing and planning on every call cost a lone enqueue about a third of its time.
  */
-function insertStatement(t: Tables): (values: unknown[]) => QueryConfig {
-  let stmt = insertStatements.get(t);
-  if (!stmt) {
-    stmt = named(t, "enqueue", insertSql(t));
-    insertStatements.set(t, stmt);
+function insertStatementsOf(t: Tables): InsertStatements {
+  let s = insertStatements.get(t);
+  if (!s) {
+    s = {
+      plain: named(t, "enqueue", insertSql(t)),
+      notify: named(t, "enqueue_notify", notifyingInsertSql(t)),
+    };
+    insertStatements.set(t, s);
   }
-  return stmt;
+  return s;
 }
 
 function insertSql(t: Tables): string {
@@ -41,19 +51,37 @@ function insertSql(t: Tables): string {
     RETURNING ${jobColumns("j")}`;
 }
 
-async function insertRound(db: Queryable, t: Tables, jobs: readonly NewJob[]): Promise<JobRow[]> {
+/**
+ * The insert that also calls pg_notify($10, $11). The uncorrelated subquery is an InitPlan, evaluated once
+ * and only when a first row is returned: an insert that added nothing (every unique key taken) wakes
+ * nobody. The notification is delivered when the statement's transaction commits.
+ */
+function notifyingInsertSql(t: Tables): string {
+  return `
+    WITH ins AS (${insertSql(t)})
+    SELECT ins.*, (SELECT true FROM pg_notify($10::text, $11::text)) AS notified FROM ins`;
+}
+
+async function insertRound(
+  db: Queryable,
+  t: Tables,
+  jobs: readonly NewJob[],
+  notify: FoldedNotify | undefined,
+): Promise<JobRow[]> {
+  const values: unknown[] = [
+    jobs.map((j) => j.type),
+    jobs.map((j) => j.queue),
+    jobs.map((j) => j.payloadJson),
+    jobs.map((j) => j.priority),
+    jobs.map((j) => j.runAt),
+    jobs.map((j) => j.delayMs),
+    jobs.map((j) => j.timeoutMs),
+    jobs.map((j) => j.maxAttempts),
+    jobs.map((j) => j.uniqueKey),
+  ];
+  const statements = insertStatementsOf(t);
   const res = await db.query<JobRow>(
-    insertStatement(t)([
-      jobs.map((j) => j.type),
-      jobs.map((j) => j.queue),
-      jobs.map((j) => j.payloadJson),
-      jobs.map((j) => j.priority),
-      jobs.map((j) => j.runAt),
-      jobs.map((j) => j.delayMs),
-      jobs.map((j) => j.timeoutMs),
-      jobs.map((j) => j.maxAttempts),
-      jobs.map((j) => j.uniqueKey),
-    ]),
+    notify ? statements.notify([...values, notify.channel, notify.payload]) : statements.plain(values),
   );
   // Ids come from one sequence in ORDER BY ord order, so sorting by id restores the input order.
   return res.rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
@@ -61,9 +89,15 @@ async function insertRound(db: Queryable, t: Tables, jobs: readonly NewJob[]): P
 
 /**
  * Inserts `jobs` in one round trip (plus one look-up when unique keys hit live rows). Results are in
- * input order. Use a transaction's client as `db` for transactional enqueue.
+ * input order. Use a transaction's client as `db` for transactional enqueue. `notify` is sent with
+ * pg_notify by the insert statement itself when it inserts a row.
  */
-export async function enqueueJobs(db: Queryable, t: Tables, jobs: readonly NewJob[]): Promise<EnqueuedJob[]> {
+export async function enqueueJobs(
+  db: Queryable,
+  t: Tables,
+  jobs: readonly NewJob[],
+  notify?: FoldedNotify,
+): Promise<EnqueuedJob[]> {
   const out: (EnqueuedJob | undefined)[] = new Array(jobs.length);
   let pending = jobs.map((job, index) => ({ job, index }));
   // A few rounds cover the race where the live row of a key finishes between our insert and look-up.
@@ -72,6 +106,7 @@ export async function enqueueJobs(db: Queryable, t: Tables, jobs: readonly NewJo
       db,
       t,
       pending.map((p) => p.job),
+      notify,
     );
     const byKey = new Map<string, JobRow>();
     const plain: JobRow[] = [];

@@ -2,6 +2,7 @@
  * The job store: every SQL operation on jobs for one schema, bound to a pool. The runtime drives it;
  * tests and the CLI use it directly. Stateless apart from the pool, so any number can share a database.
  */
+import type { FoldedNotify } from "../../coordinators/spi.js";
 import type pg from "pg";
 import type { NewJob } from "../enqueue-input.js";
 import { cancelJob, canceledAmong, type CancelResult } from "./cancel-job.js";
@@ -50,9 +51,12 @@ export class JobStore {
     return migrate(this.pool, this.tables.schema);
   }
 
-  /** Inserts jobs in one statement; `db` may be the caller's transaction. */
-  enqueue(jobs: readonly NewJob[], db: Queryable = this.pool): Promise<EnqueuedJob[]> {
-    return enqueueJobs(db, this.tables, jobs);
+  /**
+   * Inserts jobs in one statement; `db` may be the caller's transaction. `notify`, when given, is sent
+   * with pg_notify from the same statement if it inserts any row.
+   */
+  enqueue(jobs: readonly NewJob[], db: Queryable = this.pool, notify?: FoldedNotify): Promise<EnqueuedJob[]> {
+    return enqueueJobs(db, this.tables, jobs, notify);
   }
 
   /** Claims a batch (see {@link claimJobs}). */

@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type pg from "pg";
+import pg from "pg";
 import type { Pawl } from "../../src/index.js";
+import { decodeHint, encodeHint, postgresChannelName, type WakeupHint } from "../../coordinators/index.js";
+import { databaseUrl } from "../helpers/db.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
 import { ensureHazelcast, sharedMember } from "../helpers/hazelcast.js";
@@ -118,5 +120,90 @@ describe("a coordinator that cannot connect", () => {
     await n.events.next("job:succeeded", (e) => e.job.id === job.id, 5000);
     expect((await n.getJob(job.id))?.status).toBe("SUCCEEDED");
     expect(errors.filter((w) => w !== "coordinator")).toEqual([]);
+  });
+});
+
+describe("postgres coordinator: the notify folded into the insert", () => {
+  /** A plain LISTEN connection on the schema's channel, recording every notification. */
+  async function listen(): Promise<{
+    seen: WakeupHint[];
+    next: () => Promise<WakeupHint>;
+    close: () => Promise<void>;
+  }> {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    const seen: WakeupHint[] = [];
+    const waiters: ((h: WakeupHint) => void)[] = [];
+    client.on("notification", (m) => {
+      const hint = decodeHint(m.payload ?? "");
+      if (!hint) return;
+      seen.push(hint);
+      waiters.shift()?.(hint);
+    });
+    await client.query(`LISTEN "${postgresChannelName(schema)}"`);
+    return {
+      seen,
+      next: () => new Promise((resolve) => waiters.push(resolve)),
+      close: () => client.end(),
+    };
+  }
+
+  it("wakes nobody when the insert added no row, and notifies at commit when it did", async () => {
+    const a = node("postgres");
+    await a.start(); // the coordinator is ready, so enqueues fold their notify
+    const type = `fold-${randomBytes(3).toString("hex")}`;
+    const existing = await a.enqueue(type, {}, { uniqueKey: `k-${type}` });
+    const l = await listen();
+    try {
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        const dup = await a.enqueue(type, {}, { priority: "critical", uniqueKey: `k-${type}`, client });
+        expect(dup).toMatchObject({ id: existing.id, inserted: false });
+        await client.query("COMMIT");
+        const next = l.next();
+        await client.query("BEGIN");
+        await a.enqueue(`${type}-fresh`, {}, { priority: "critical", client });
+        await client.query("COMMIT");
+        // Notifications arrive in commit order: had the first transaction notified, it would come first.
+        expect((await next).target).toBe(`${type}-fresh`);
+        expect(l.seen).toHaveLength(1);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await l.close();
+    }
+  });
+
+  it("keeps coalescing: a burst of urgent enqueues sends a bounded number of notifications", async () => {
+    const a = node("postgres");
+    await a.start();
+    const type = `burst-${randomBytes(3).toString("hex")}`;
+    const l = await listen();
+    try {
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: 300 }, () => a.enqueue(type, {}, { priority: "critical" })));
+      const elapsed = performance.now() - t0;
+      // The trailing hint of the last window is published after it closes (5 ms): wait for the stream
+      // to go quiet by sending one more notification through the same channel and waiting for it.
+      const marker = l.next();
+      await pool.query(`SELECT pg_notify($1, $2)`, [
+        postgresChannelName(schema),
+        encodeHint({ priority: 0, source: "marker" }),
+      ]);
+      let last = await marker;
+      while (last.source !== "marker") last = await l.next();
+      const fromA = l.seen.filter((h) => h.source === a.nodeId);
+      expect(fromA.length).toBeGreaterThanOrEqual(1);
+      // One per 5 ms window at most (plus the leading and the trailing edge), never one per job.
+      expect(fromA.length).toBeLessThanOrEqual(Math.ceil(elapsed / 5) + 2);
+      expect(fromA.length).toBeLessThan(300);
+      expect((a.inspect()?.coordinator as { published: number }).published).toBeGreaterThanOrEqual(
+        fromA.length,
+      );
+    } finally {
+      await l.close();
+    }
   });
 });
