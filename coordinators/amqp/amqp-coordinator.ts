@@ -63,6 +63,8 @@ export class AmqpCoordinator extends BaseCoordinator {
         setup: (model: ChannelModel) => this.setupTopology(model),
       },
       timeout: this.config.connectTimeoutMs,
+      // A hint is one small frame that should leave at once; amqplib leaves Nagle's algorithm on by default.
+      noDelay: true,
       clientProperties: { connection_name: `pawl-wakeup-${this.options.nodeId}` },
     });
     if (this.closed) {
