@@ -11,7 +11,9 @@
  *             --latency [--coordinator none|postgres|amqp|hazelcast[,...]]   two processes (issue 4);
  *                                                                           default coordinator: postgres
  *             --soak [--soak-jobs 1000000] [--soak-chunk 50000]             memory of a 1M-job drain
- *             --graveyard                                                   not implemented here
+ *             --graveyard                 idle-poll and claim cost over 200,000 dead tuples, with and
+ *                                         without claim cursors (database pawl_graveyard, or
+ *                                         GRAVEYARD_DATABASE_URL)
  * Sizes:      --jobs 20000[,100000] --mixed-jobs N --concurrency 10 --runs 3 --samples 500
  *             --warmup 20 --gap-ms 10 --enqueue-single 2000 --enqueue-bulk 20000 --batch 1000
  * Output:     --json (machine-readable, on stdout; progress goes to stderr), --json-out FILE (the tables
@@ -81,14 +83,17 @@ if (flags.help) {
 }
 
 if (flags.graveyard) {
-  // Not implemented in this harness: the graveyard workload (dead tuples pinned by an open REPEATABLE READ
-  // transaction, idle-poll and claim cost with and without claim cursors) is built with the claim cursors.
-  // Wire it in here, e.g. `if (flags.graveyard) { await runGraveyard(url, ...); }`, and keep this message
-  // until then rather than printing a number that was not measured.
-  console.error(
-    "--graveyard: not implemented here (the claim-cursor benchmark of issue 7 is built with the claim cursors).",
-  );
-  process.exit(2);
+  // A database of its own: the pinned horizon holds back vacuum for every table of the database it is in,
+  // which would distort any other measurement sharing it.
+  const target = new URL(benchDatabaseUrl(flags["database-url"]));
+  target.pathname = "/pawl_graveyard";
+  const { runGraveyard } = await import("./graveyard.js");
+  const result = await runGraveyard({
+    databaseUrl: process.env.GRAVEYARD_DATABASE_URL ?? target.toString(),
+    ...(flags.json ? { log: () => {} } : {}),
+  });
+  if (flags.json) console.log(JSON.stringify(result, null, 2));
+  process.exit(0);
 }
 
 const positiveInt = (name: string, raw: string | undefined): number => {
