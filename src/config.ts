@@ -72,6 +72,14 @@ export interface PawlConfig extends RuntimeOptions {
    * Default 10,000.
    */
   claimCursorFullDiscoveryMs?: number;
+  /**
+   * Claim cursors: the cap of the full pass's interval while the node finds no work (ms). Each full pass
+   * that finds nothing doubles the interval from `claimCursorFullDiscoveryMs`, up to this; any claim
+   * brings it back. Rows made PENDING again under old ids by another process can wait this long on an
+   * idle node. At least `claimCursorFullDiscoveryMs`. Default 60,000 (or `claimCursorFullDiscoveryMs`
+   * if that is longer).
+   */
+  claimCursorFullDiscoveryMaxMs?: number;
   /** The wakeup transport: `none`, `in-memory`, `postgres`, an amqp:// or hazelcast:// URL, or an instance. Env `PAWL_COORDINATOR`. */
   coordinator?: string | Coordinator;
   /** Where pawl logs. Default: silent. */
@@ -101,6 +109,7 @@ export interface ResolvedConfig {
   claimCursors: boolean;
   claimCursorDiscoveryMs: number;
   claimCursorFullDiscoveryMs: number;
+  claimCursorFullDiscoveryMaxMs: number;
   coordinator: string | Coordinator;
   logger: Logger;
   clock: Clock;
@@ -123,6 +132,7 @@ const known = new Set<string>([
   "claimCursors",
   "claimCursorDiscoveryMs",
   "claimCursorFullDiscoveryMs",
+  "claimCursorFullDiscoveryMaxMs",
   "coordinator",
   "logger",
   "clock",
@@ -203,6 +213,12 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     claimCursorDiscoveryMs,
     24 * 3_600_000,
   );
+  const claimCursorFullDiscoveryMaxMs = intOption(
+    "claimCursorFullDiscoveryMaxMs",
+    config.claimCursorFullDiscoveryMaxMs ?? Math.max(60_000, claimCursorFullDiscoveryMs),
+    claimCursorFullDiscoveryMs,
+    24 * 3_600_000,
+  );
   const runtime: RuntimeOptions = {};
   for (const k of runtimeOptionKeys) if (config[k] !== undefined) Object.assign(runtime, { [k]: config[k] });
   return {
@@ -231,6 +247,7 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     claimCursors,
     claimCursorDiscoveryMs,
     claimCursorFullDiscoveryMs,
+    claimCursorFullDiscoveryMaxMs,
     coordinator: config.coordinator ?? process.env.PAWL_COORDINATOR ?? "none",
     logger: config.logger ?? silentLogger,
     clock: config.clock ?? systemClock,

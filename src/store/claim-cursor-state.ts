@@ -4,6 +4,10 @@
  * as arguments (`nowMs` from the node's clock for the cadence, the database's now() in epoch microseconds
  * for positions), so every rule is table-tested without a database. See docs/claim-cursors.md.
  *
+ * The full pass backs off while it finds nothing: each empty full pass doubles its interval, up to
+ * `fullDiscoveryMaxMs`, and any claim (or a full pass that sees a due candidate) brings it back to
+ * `fullDiscoveryMs` ({@link nextFullInterval}).
+ *
  * Positions are (scheduled_time, id) with the scheduled time in epoch **microseconds** as a bigint:
  * PostgreSQL keeps microseconds and a JS Date only milliseconds, so a cursor held as a Date could skip or
  * repeat rows that share a millisecond.
@@ -54,6 +58,27 @@ export function usToIso(us: bigint): string {
 export function jitterDown(ms: number, random: () => number, fraction = 0.25): number {
   const r = Math.min(1, Math.max(0, random()));
   return Math.max(1, Math.round(ms - ms * fraction * r));
+}
+
+/**
+ * The full pass's interval after a pass: `baseMs` when the pass found work (claimed a row, or a full pass
+ * saw a due candidate), else twice `currentMs`, capped at `maxMs` (a cap below `baseMs` means no backoff).
+ *
+ * @example
+ * ```ts
+ * nextFullInterval(10_000, false, 10_000, 60_000); // 20_000
+ * nextFullInterval(40_000, false, 10_000, 60_000); // 60_000 (the cap)
+ * nextFullInterval(60_000, true, 10_000, 60_000); // 10_000
+ * ```
+ */
+export function nextFullInterval(
+  currentMs: number,
+  foundWork: boolean,
+  baseMs: number,
+  maxMs: number,
+): number {
+  if (foundWork) return baseMs;
+  return Math.max(baseMs, Math.min(maxMs, currentMs * 2));
 }
 
 /** What a poll does: seek past the cursors, a floored or full discovery pass, or nothing at all. */
@@ -108,8 +133,10 @@ export interface PassToken {
 export interface CursorStateOptions {
   /** The floored pass's cadence (ms, node clock). */
   discoveryMs: number;
-  /** The full pass's cadence (ms, node clock). */
+  /** The full pass's cadence (ms, node clock), and its interval again after any pass that found work. */
   fullDiscoveryMs: number;
+  /** The cap of the full pass's interval while full passes find nothing (ms; at least `fullDiscoveryMs`). */
+  fullDiscoveryMaxMs: number;
   /** Jitter source in [0, 1). */
   random: () => number;
 }
@@ -149,6 +176,11 @@ export class CursorState {
   nextDiscoveryAt = 0;
   /** When the next full pass is due (node clock ms). */
   nextFullDiscoveryAt = 0;
+  /**
+   * The full pass's current interval (ms, before jitter): `fullDiscoveryMs`, doubled after each full pass
+   * that found nothing, up to `fullDiscoveryMaxMs`, and back to `fullDiscoveryMs` on any claim.
+   */
+  fullIntervalMs: number;
   /** A floored pass is due at the next poll (a wakeup, or the last one left window rows uncovered). */
   discoveryDue = true;
   /** A full pass is due at the next poll (boot, the job types changed, or {@link requestFull}). */
@@ -163,9 +195,20 @@ export class CursorState {
   private wakeups = 0;
   private fullRequests = 0;
 
-  constructor(private readonly o: CursorStateOptions) {}
+  constructor(private readonly o: CursorStateOptions) {
+    this.fullIntervalMs = o.fullDiscoveryMs;
+  }
 
-  /** New work was announced: the floored pass runs at the next poll. */
+  /** The cap of {@link fullIntervalMs} (a configured cap below `fullDiscoveryMs` means no backoff). */
+  get fullDiscoveryMaxMs(): number {
+    return Math.max(this.o.fullDiscoveryMs, this.o.fullDiscoveryMaxMs);
+  }
+
+  /**
+   * New work was announced: the floored pass runs at the next poll. It leaves the full pass's interval
+   * alone: new work lands above the id floor, where the floored pass finds it, and claiming it resets the
+   * interval.
+   */
   wakeup(): void {
     this.wakeups++;
     this.discoveryDue = true;
@@ -218,9 +261,13 @@ export class CursorState {
     return [...targets].sort((a, b) => b[0] - a[0]).map(([priority, after]) => ({ priority, after }));
   }
 
-  /** After a seek-only poll: advance the cursors of levels that claimed, drop those that came back empty. */
+  /**
+   * After a seek-only poll: advance the cursors of levels that claimed, drop those that came back empty. A
+   * claim brings the full pass's interval back to `fullDiscoveryMs`.
+   */
   afterSeek(targets: readonly SeekTarget[], outcome: PassOutcome, nowMs: number): void {
     this.moveCursors(targets, outcome, nowMs);
+    if (outcome.claimed.length > 0) this.resetFullInterval(nowMs);
   }
 
   /**
@@ -228,7 +275,7 @@ export class CursorState {
    * of its own) gets a cursor at its last claimed row; every level in the window becomes known. Discovery
    * stays due when the pass left window rows unclaimed that no cursor covers (it filled its limit before
    * reaching them: a backlog below a cursor drains before the seeks move on), or a wakeup came in while it
-   * ran.
+   * ran. A claim brings the full pass's interval back to `fullDiscoveryMs`.
    */
   afterFloored(
     token: PassToken,
@@ -249,6 +296,7 @@ export class CursorState {
         const cur = this.cursors.get(c.priority);
         if (!cur || comparePositions(c.pos, cur) > 0) this.cursors.set(c.priority, c.pos);
       }
+      if (outcome.claimed.length > 0) this.resetFullInterval(nowMs);
     }
     const taken = new Set((outcome?.claimed ?? []).map((c) => c.pos.id));
     const uncovered = window.some((row) => {
@@ -264,12 +312,17 @@ export class CursorState {
    * After a full pass (the classic claim over every level): the cursors are rebuilt from it (every level
    * with an unclaimed candidate gets a cursor just before it, so nothing it saw is left uncovered), the
    * floors drop to what was observed before it (at boot, to its own observation, the time floor one full
-   * interval back), and both cadences restart.
+   * interval back), and both cadences restart. The full pass's interval doubles when the pass found
+   * nothing (no claim, no due candidate), up to `fullDiscoveryMaxMs`, and is `fullDiscoveryMs` again when
+   * it found work ({@link nextFullInterval}).
    */
   afterFull(token: PassToken, outcome: FullOutcome, nowMs: number): void {
     const before = this.highWater;
     this.observe(outcome.highId);
     this.floorId = before ?? outcome.highId ?? 0n;
+    // The boot time floor looks back one *base* interval, not the current one: at the first full pass
+    // nothing has backed off yet (the interval only changes after a full pass), so the two are equal. Later
+    // floors are the previous full pass's own time, so they follow the backed-off gap by themselves.
     this.floorUs = this.lastFullUs ?? outcome.nowUs - BigInt(this.o.fullDiscoveryMs) * 1000n;
     this.lastFullUs = outcome.nowUs;
     this.cursors.clear();
@@ -280,7 +333,27 @@ export class CursorState {
     this.fullDue = token.fullRequests !== this.fullRequests;
     this.discoveryDue = token.wakeups !== this.wakeups;
     this.nextDiscoveryAt = nowMs + jitterDown(this.o.discoveryMs, this.o.random);
-    this.nextFullDiscoveryAt = nowMs + jitterDown(this.o.fullDiscoveryMs, this.o.random);
+    const foundWork = outcome.claimed.length > 0 || outcome.heads.size > 0;
+    this.fullIntervalMs = nextFullInterval(
+      this.fullIntervalMs,
+      foundWork,
+      this.o.fullDiscoveryMs,
+      this.o.fullDiscoveryMaxMs,
+    );
+    this.nextFullDiscoveryAt = nowMs + jitterDown(this.fullIntervalMs, this.o.random);
+  }
+
+  /**
+   * A seek or floored pass claimed work: the full pass's interval is `fullDiscoveryMs` again, and a full
+   * pass scheduled further out than that (the node was idle) is brought forward, so the bound on
+   * stragglers is back to one base interval while the node works. Nothing changes (and no jitter is
+   * drawn) when the interval was not backed off, so a steady stream of claims keeps the cadence as it is.
+   */
+  private resetFullInterval(nowMs: number): void {
+    const base = this.o.fullDiscoveryMs;
+    if (this.fullIntervalMs === base) return;
+    this.fullIntervalMs = base;
+    this.nextFullDiscoveryAt = Math.min(this.nextFullDiscoveryAt, nowMs + jitterDown(base, this.o.random));
   }
 
   /**
@@ -315,9 +388,17 @@ export class CursorState {
     if (id !== null && (this.highWater === null || id > this.highWater)) this.highWater = id;
   }
 
-  /** Levels not seen for two full intervals stop being sought by the floored pass (unless they hold a cursor). */
+  /**
+   * Levels not seen for two full intervals stop being sought by the floored pass (unless they hold a
+   * cursor). The TTL follows the *current* (backed-off) interval: a full pass re-marks every level holding
+   * PENDING rows, so a level with rows not yet due (a retry, a scheduled job) must outlive the gap between
+   * two full passes, or its row would wait for the full pass (up to `fullDiscoveryMaxMs`) instead of the
+   * next floored pass. The cost is a few more levels sought by an idle floored pass, each an index seek.
+   * When a claim resets the interval, levels seen only by a full pass long ago may drop out early; the
+   * reset also brings the next full pass within one base interval, which sees them again.
+   */
   private forget(nowMs: number): void {
-    const ttl = 2 * this.o.fullDiscoveryMs;
+    const ttl = 2 * this.fullIntervalMs;
     for (const [level, seen] of this.known) {
       if (nowMs - seen > ttl && !this.cursors.has(level)) this.known.delete(level);
     }

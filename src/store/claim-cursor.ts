@@ -7,7 +7,8 @@
  * Each poll runs exactly one of:
  * - **full pass** (every `fullDiscoveryMs`, jittered downward; at boot; when the job types change): the
  *   classic claim over every level. It rebuilds the cursors and drops the floors to what was observed
- *   before it. One statement.
+ *   before it. One statement. While full passes find nothing, each one doubles the interval to the next,
+ *   up to `fullDiscoveryMaxMs`; any claim brings it back to `fullDiscoveryMs`.
  * - **floored pass** (every `discoveryMs`, jittered downward; at once after a wakeup; again right after a
  *   discovery that left window rows uncovered): reads a window of PENDING due rows above the id floor in
  *   id order, picks the best of it by claim order, and claims them together with a seek of every cursor
@@ -28,6 +29,8 @@ export const defaultDiscoveryWindow = 500;
 export const defaultClaimCursorDiscoveryMs = 1000;
 /** Default cadence of the full discovery pass (ms). */
 export const defaultClaimCursorFullDiscoveryMs = 10_000;
+/** Default cap of the full discovery pass's interval while it finds nothing (ms). */
+export const defaultClaimCursorFullDiscoveryMaxMs = 60_000;
 
 /** Options of {@link CursorClaimer}: the node's {@link ClaimerOptions} plus the cursor cadences. */
 export interface CursorClaimerOptions extends ClaimerOptions {
@@ -35,6 +38,11 @@ export interface CursorClaimerOptions extends ClaimerOptions {
   discoveryMs?: number;
   /** The full pass's cadence in ms of `clock` (jittered downward). Default 10,000. */
   fullDiscoveryMs?: number;
+  /**
+   * The cap of the full pass's interval, which doubles after each full pass that found nothing (ms of
+   * `clock`, jittered downward). Default 60,000, or `fullDiscoveryMs` if that is longer.
+   */
+  fullDiscoveryMaxMs?: number;
   /** Rows the floored pass reads above the id floor. Default 500. */
   window?: number;
   /** Jitter source in [0, 1). Default Math.random. */
@@ -69,9 +77,12 @@ export class CursorClaimer implements Claimer {
 
   constructor(private readonly o: CursorClaimerOptions) {
     this.window = o.window ?? defaultDiscoveryWindow;
+    const fullDiscoveryMs = o.fullDiscoveryMs ?? defaultClaimCursorFullDiscoveryMs;
     this.state = new CursorState({
       discoveryMs: o.discoveryMs ?? defaultClaimCursorDiscoveryMs,
-      fullDiscoveryMs: o.fullDiscoveryMs ?? defaultClaimCursorFullDiscoveryMs,
+      fullDiscoveryMs,
+      fullDiscoveryMaxMs:
+        o.fullDiscoveryMaxMs ?? Math.max(defaultClaimCursorFullDiscoveryMaxMs, fullDiscoveryMs),
       random: o.random ?? Math.random,
     });
   }
@@ -100,13 +111,17 @@ export class CursorClaimer implements Claimer {
    * Makes the full pass due at the next poll. For changes that return rows to PENDING without moving
    * their scheduled time past the floors (resuming a paused queue or type, a manual `UPDATE ... SET status
    * = 'PENDING'`): no cursor or floored pass can see such rows, so without this they wait for the next
-   * full pass (at most `fullDiscoveryMs`).
+   * full pass (at most the current interval: `fullDiscoveryMs` on a node that works, up to
+   * `fullDiscoveryMaxMs` on one that has been idle).
    */
   requestFullPass(): void {
     this.state.requestFull();
   }
 
-  /** Cursors, floors, next discovery times and counters, for the inspector. */
+  /**
+   * Cursors, floors, next discovery times, the full pass's current (backed-off) interval and its cap, and
+   * counters, for the inspector.
+   */
   describe(): Record<string, unknown> {
     const s = this.state;
     return {
@@ -122,6 +137,8 @@ export class CursorClaimer implements Claimer {
       knownLevels: [...s.known.keys()].sort((a, b) => b - a),
       nextDiscoveryAt: s.nextDiscoveryAt,
       nextFullDiscoveryAt: s.nextFullDiscoveryAt,
+      fullDiscoveryIntervalMs: s.fullIntervalMs,
+      fullDiscoveryMaxMs: s.fullDiscoveryMaxMs,
       discoveryDue: s.discoveryDue,
       fullDiscoveryDue: s.fullDue,
       counters: { ...s.counters, passes: { ...s.counters.passes } },

@@ -23,9 +23,11 @@ afterEach(async () => {
 
 describe("claim cursors in the runtime", () => {
   it("are on by default; claimCursors: false restores the classic claimer", async () => {
-    node = testNode(schema);
+    node = testNode(schema, { claimCursorFullDiscoveryMaxMs: 45_000 });
     await node.start();
     expect(node.nodeRuntime?.claimer).toBeInstanceOf(CursorClaimer);
+    // The backoff cap reaches the claimer.
+    expect(node.nodeRuntime?.claimer.describe()).toMatchObject({ fullDiscoveryMaxMs: 45_000 });
     await node.close();
     node = testNode(schema, { claimCursors: false });
     node.register("classic", async () => "ok");
@@ -44,13 +46,30 @@ describe("claim cursors in the runtime", () => {
     expect(make({ claimCursorDiscoveryMs: 2000, claimCursorFullDiscoveryMs: 1000 })).toThrowError(
       /claimCursorFullDiscoveryMs/,
     );
+    expect(make({ claimCursorFullDiscoveryMs: 10_000, claimCursorFullDiscoveryMaxMs: 9_999 })).toThrowError(
+      /invalid claimCursorFullDiscoveryMaxMs 9999: use an integer from 10000/,
+    );
+    expect(make({ claimCursorFullDiscoveryMaxMs: 60_000.5 })).toThrowError(/claimCursorFullDiscoveryMaxMs/);
+    expect(make({ claimCursorFullDiscoveryMaxMs: "60000" })).toThrowError(ValidationError);
     const ok = createPawl({ connectionString: databaseUrl, schema, claimCursorDiscoveryMs: 20_000 });
     expect([
       ok.config.claimCursors,
       ok.config.claimCursorDiscoveryMs,
       ok.config.claimCursorFullDiscoveryMs,
-    ]).toEqual([true, 20_000, 20_000]);
+      ok.config.claimCursorFullDiscoveryMaxMs,
+    ]).toEqual([true, 20_000, 20_000, 60_000]);
     void ok.close();
+    // The cap's default follows a longer full cadence; an explicit cap equal to it turns the backoff off.
+    const long = createPawl({ connectionString: databaseUrl, schema, claimCursorFullDiscoveryMs: 120_000 });
+    expect(long.config.claimCursorFullDiscoveryMaxMs).toBe(120_000);
+    void long.close();
+    const flat = createPawl({
+      connectionString: databaseUrl,
+      schema,
+      claimCursorFullDiscoveryMaxMs: 10_000,
+    });
+    expect(flat.config.claimCursorFullDiscoveryMaxMs).toBe(10_000);
+    void flat.close();
     const saved = process.env.PAWL_CLAIM_CURSORS;
     try {
       process.env.PAWL_CLAIM_CURSORS = "false";

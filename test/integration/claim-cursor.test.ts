@@ -258,6 +258,55 @@ describe("claim cursors", () => {
     expect([r.kind, ids(r.jobs)]).toEqual(["floored", [rows[0]?.id]]);
   });
 
+  it("backs the full pass off while idle, so an overshoot waits longer, and resets it on a claim", async () => {
+    await reset();
+    const clock = new ManualClock(0);
+    const c = claimer(clock, { fullDiscoveryMaxMs: 40_000 });
+    const interval = () => c.describe().fullDiscoveryIntervalMs;
+    const nextFull = () => c.describe().nextFullDiscoveryAt;
+    // Empty full passes: 10 s -> 20 s -> 40 s (the cap here).
+    expect((await c.poll(5, ["a"])).kind).toBe("full");
+    expect([interval(), nextFull()]).toEqual([20_000, 20_000]);
+    clock.advance(20_000);
+    expect((await c.poll(5, ["a"])).kind).toBe("full");
+    expect([interval(), nextFull()]).toEqual([40_000, 60_000]);
+    // A peer holds a row (RUNNING) at the next full pass, which moves the id floor past it.
+    const [stale] = await raw.enqueue([job(10, T0 - 3_600_000)]);
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'RUNNING' WHERE id = $1`, [
+      stale?.id,
+    ]);
+    clock.advance(40_000);
+    expect((await c.poll(5, ["a"])).kind).toBe("full"); // t = 60 s
+    expect([interval(), nextFull()]).toEqual([40_000, 100_000]);
+    // The row comes back to PENDING under its old id and scheduled time, without a wakeup (another
+    // process's orphan recovery): below both floors, so the floored passes cannot see it, and the idle
+    // node's backed-off full pass finds it up to 40 s later, not within the base 10 s.
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING' WHERE id = $1`, [
+      stale?.id,
+    ]);
+    for (let i = 0; i < 13; i++) {
+      clock.advance(3000); // t = 63 s ... 99 s
+      const r = await c.poll(5, ["a"]);
+      expect([r.kind, r.jobs]).toEqual(["floored", []]);
+    }
+    clock.advance(1000); // t = 100 s
+    const healed = await c.poll(5, ["a"]);
+    expect([healed.kind, ids(healed.jobs)]).toEqual(["full", [stale?.id]]);
+    expect([interval(), nextFull()]).toEqual([10_000, 110_000]);
+    // A wakeup alone does not reset the backed-off cadence; the work claimed after it does.
+    clock.advance(10_000);
+    expect((await c.poll(5, ["a"])).kind).toBe("full"); // t = 110 s, empty
+    expect([interval(), nextFull()]).toEqual([20_000, 130_000]);
+    c.onWakeup();
+    expect((await c.poll(5, ["a"])).kind).toBe("floored");
+    expect([interval(), nextFull()]).toEqual([20_000, 130_000]);
+    const [fresh] = await raw.enqueue([job(10, T0)]);
+    c.onWakeup();
+    const woke = await c.poll(5, ["a"]);
+    expect([woke.kind, ids(woke.jobs)]).toEqual(["floored", [fresh?.id]]);
+    expect([interval(), nextFull()]).toEqual([10_000, 120_000]);
+  });
+
   it.each([
     ["one interval back: the boost ties the levels and the older row wins", 0, "old", 1],
     ["one millisecond short: the higher raw priority wins", 1, "fresh", 0],
@@ -291,6 +340,8 @@ describe("claim cursors", () => {
       knownLevels: [20, 10],
       nextDiscoveryAt: 1000,
       nextFullDiscoveryAt: 10_000,
+      fullDiscoveryIntervalMs: 10_000, // the boot pass claimed: no backoff
+      fullDiscoveryMaxMs: 60_000,
       counters: {
         queries: 1,
         skippedPolls: 0,

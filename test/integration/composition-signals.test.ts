@@ -45,10 +45,12 @@ describe("signals", () => {
 
     // The node that ran it is gone; another one picks it up once signaled from a plain client. A fresh
     // node's claim cursors see a job that returns to PENDING under an old id at their next full pass
-    // (docs/composition.md#claim-cursors), shortened here so the test stays short.
+    // (docs/composition.md#claim-cursors), shortened here so the test stays short; the cap keeps the idle
+    // node's full pass from backing off (docs/claim-cursors.md).
     const [b] = await startNodes(schema, 1, register, {
       nodeId: `${schema}-b`,
       claimCursorFullDiscoveryMs: 1000,
+      claimCursorFullDiscoveryMaxMs: 1000,
     });
     nodes = [b!];
     const client = testPawl(schema);

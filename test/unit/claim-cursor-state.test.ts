@@ -3,6 +3,7 @@ import {
   CursorState,
   comparePositions,
   jitterDown,
+  nextFullInterval,
   pickWindow,
   positionBefore,
   usToIso,
@@ -12,7 +13,8 @@ import {
 } from "../../src/store/claim-cursor-state.js";
 
 const pos = (us: number, id: number): Position => ({ us: BigInt(us), id: BigInt(id) });
-const state = () => new CursorState({ discoveryMs: 1000, fullDiscoveryMs: 10_000, random: () => 0 });
+const state = (random: () => number = () => 0) =>
+  new CursorState({ discoveryMs: 1000, fullDiscoveryMs: 10_000, fullDiscoveryMaxMs: 60_000, random });
 const SEC = 1_000_000; // µs
 
 function full(o: Partial<FullOutcome> = {}): FullOutcome {
@@ -39,6 +41,21 @@ describe("claim cursor helpers", () => {
     [1, 0.99, 1],
   ])("jitterDown(%i) with random %d is %i", (ms, r, expected) => {
     expect(jitterDown(ms, () => r)).toBe(expected);
+  });
+
+  it.each([
+    // current, found work, base, max -> next
+    [10_000, false, 10_000, 60_000, 20_000],
+    [20_000, false, 10_000, 60_000, 40_000],
+    [40_000, false, 10_000, 60_000, 60_000], // capped
+    [60_000, false, 10_000, 60_000, 60_000],
+    [60_000, true, 10_000, 60_000, 10_000], // work resets
+    [10_000, true, 10_000, 60_000, 10_000],
+    [10_000, false, 10_000, 10_000, 10_000], // cap = base: no backoff
+    [10_000, false, 10_000, 5_000, 10_000], // a cap below the base never shortens it
+    [30_000, false, 10_000, 45_000, 45_000],
+  ])("nextFullInterval(%i, %s, %i, %i) is %i", (current, found, base, max, expected) => {
+    expect(nextFullInterval(current, found, base, max)).toBe(expected);
   });
 
   it("keeps microseconds in ISO text and orders positions by time then id", () => {
@@ -74,7 +91,9 @@ describe("CursorState", () => {
     expect(s.floorUs).toBe(90n * BigInt(SEC));
     expect(s.plan(999, ["a"])).toBe("skip");
     expect(s.plan(1000, ["a"])).toBe("floored");
-    expect(s.plan(10_000, ["a"])).toBe("full");
+    // The boot pass found nothing, so the full cadence backed off to 20 s.
+    expect(s.plan(19_999, ["a"])).toBe("floored");
+    expect(s.plan(20_000, ["a"])).toBe("full");
   });
 
   it("drops the floors to what was observed before the last full pass", () => {
@@ -223,5 +242,128 @@ describe("CursorState", () => {
     expect(s.plan(2, ["a", "a"])).toBe("seek"); // the same set
     expect(s.plan(3, ["b", "a"])).toBe("full");
     expect(s.cursors.size).toBe(0);
+  });
+
+  describe("full pass backoff", () => {
+    /** Runs the full pass that is due at `at` (it must be due then, and not a moment earlier). */
+    function fullAt(s: CursorState, at: number, o: Partial<FullOutcome> = {}): void {
+      expect(s.plan(at - 1, ["a"])).not.toBe("full");
+      expect(s.plan(at, ["a"])).toBe("full");
+      s.afterFull(s.begin(), full(o), at);
+    }
+
+    it("doubles the interval after each empty full pass: 10 -> 20 -> 40 -> 60 s, capped", () => {
+      const s = state();
+      expect(s.fullIntervalMs).toBe(10_000);
+      expect(s.plan(0, ["a"])).toBe("full");
+      s.afterFull(s.begin(), full(), 0);
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([20_000, 20_000]);
+      fullAt(s, 20_000);
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([40_000, 60_000]);
+      fullAt(s, 60_000);
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([60_000, 120_000]);
+      fullAt(s, 120_000);
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([60_000, 180_000]);
+    });
+
+    it("keeps the downward jitter on the backed-off interval", () => {
+      const s = state(() => 0.5);
+      s.afterFull(s.begin(), full(), 0);
+      s.afterFull(s.begin(), full(), 17_500);
+      expect(s.fullIntervalMs).toBe(40_000);
+      expect(s.nextFullDiscoveryAt).toBe(17_500 + 35_000);
+    });
+
+    it("resets to the base interval on a claim by any pass, and brings the next full pass forward", () => {
+      const s = state();
+      s.afterFull(s.begin(), full(), 0);
+      fullAt(s, 20_000);
+      fullAt(s, 60_000);
+      expect(s.nextFullDiscoveryAt).toBe(120_000);
+      // A seek that claims nothing changes nothing; one that claims resets.
+      s.cursors.set(10, pos(1, 1));
+      s.afterSeek([{ priority: 10, after: pos(1, 1) }], outcome(), 70_000);
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([60_000, 120_000]);
+      s.afterSeek(
+        [{ priority: 10, after: pos(1, 1) }],
+        outcome({ claimed: [{ priority: 10, pos: pos(2, 60) }] }),
+        70_000,
+      );
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([10_000, 80_000]);
+      // A claim while not backed off leaves the schedule alone.
+      s.afterSeek([], outcome({ claimed: [{ priority: 10, pos: pos(3, 61) }] }), 75_000);
+      expect(s.nextFullDiscoveryAt).toBe(80_000);
+      // Back off again, then a floored pass claims.
+      fullAt(s, 80_000);
+      expect(s.fullIntervalMs).toBe(20_000);
+      s.afterFloored(
+        s.begin(),
+        [],
+        [{ id: 70n, priority: 10, us: 5n }],
+        outcome({ claimed: [{ priority: 10, pos: pos(5, 70) }] }),
+        81_000,
+      );
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([10_000, 91_000]);
+      // A full pass that claims resets too.
+      fullAt(s, 91_000);
+      expect(s.fullIntervalMs).toBe(20_000);
+      fullAt(s, 111_000, { claimed: [{ priority: 10, pos: pos(6, 71) }] });
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([10_000, 121_000]);
+    });
+
+    it("resets on a full pass that sees a due candidate it did not claim", () => {
+      const s = state();
+      s.afterFull(s.begin(), full(), 0);
+      expect(s.fullIntervalMs).toBe(20_000);
+      fullAt(s, 20_000, { heads: new Map([[10, pos(5, 7)]]) });
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([10_000, 30_000]);
+      // Levels holding only rows not yet due (no head) do not count as work.
+      fullAt(s, 30_000, { levels: [10] });
+      expect(s.fullIntervalMs).toBe(20_000);
+    });
+
+    it("is not reset by a wakeup alone, but by the work claimed after it", () => {
+      const s = state();
+      s.afterFull(s.begin(), full(), 0);
+      fullAt(s, 20_000);
+      s.wakeup();
+      expect(s.plan(21_000, ["a"])).toBe("floored");
+      s.afterFloored(s.begin(), [], [], outcome(), 21_000);
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([40_000, 60_000]);
+      s.wakeup();
+      expect(s.plan(22_000, ["a"])).toBe("floored");
+      s.afterFloored(
+        s.begin(),
+        [],
+        [{ id: 60n, priority: 10, us: 5n }],
+        outcome({ claimed: [{ priority: 10, pos: pos(5, 60) }] }),
+        22_000,
+      );
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([10_000, 32_000]);
+    });
+
+    it("lets requestFull and a change of types preempt the backed-off schedule", () => {
+      const s = state();
+      s.afterFull(s.begin(), full(), 0);
+      fullAt(s, 20_000);
+      fullAt(s, 60_000);
+      expect(s.nextFullDiscoveryAt).toBe(120_000);
+      s.requestFull();
+      expect(s.plan(61_000, ["a"])).toBe("full");
+      s.afterFull(s.begin(), full(), 61_000); // found nothing: still backed off, at the cap
+      expect([s.fullIntervalMs, s.nextFullDiscoveryAt]).toEqual([60_000, 121_000]);
+      expect(s.plan(62_000, ["a"])).not.toBe("full");
+      expect(s.plan(62_000, ["a", "b"])).toBe("full");
+    });
+
+    it("forgets levels after two current intervals, not two base ones", () => {
+      const s = state();
+      s.afterFull(s.begin(), full({ levels: [10] }), 0);
+      fullAt(s, 20_000, { levels: [10] });
+      expect(s.fullIntervalMs).toBe(40_000);
+      // 30 s after the last full pass saw it (more than two base intervals): still sought.
+      expect(s.seekTargets("floored", 50_000).map((t) => t.priority)).toEqual([10]);
+      expect(s.seekTargets("floored", 100_001).map((t) => t.priority)).toEqual([]);
+    });
   });
 });
