@@ -65,7 +65,7 @@ export class Pawl extends PawlClient {
   private coordinatorReady: Coordinator | null = null;
   private stopping: Promise<void> | null = null;
   private keepAlive: NodeJS.Timeout | null = null;
-  private offDeclaredDead: (() => void) | null = null;
+  private offClusterEvents: (() => void) | null = null;
   private clusterRef: ClusterServices | null = null;
   private signalSweeper: SignalSweeper | null = null;
 
@@ -179,6 +179,7 @@ export class Pawl extends PawlClient {
               ...options,
               discoveryMs: c.claimCursorDiscoveryMs,
               fullDiscoveryMs: c.claimCursorFullDiscoveryMs,
+              fullDiscoveryMaxMs: c.claimCursorFullDiscoveryMaxMs,
             })
           : new ClassicClaimer(options),
     });
@@ -189,9 +190,19 @@ export class Pawl extends PawlClient {
     this.signalSweeper.start();
     // A node declared dead by the others (it missed heartbeats) has had its jobs recovered: the ones
     // still waiting in its buffer would run a second time, so they are dropped.
-    this.offDeclaredDead = this.events.on("cluster:heartbeat", (e) => {
+    const offDead = this.events.on("cluster:heartbeat", (e) => {
       if (e.wasDeclaredDead) this.runtime?.dropBuffered("this node was declared dead by the cluster");
     });
+    // Recovered orphans are PENDING again under their old ids and scheduled times, where only a full pass
+    // of the claim cursors sees them (an idle node backs its full pass off to a minute): look now.
+    const offRecovered = this.events.on("cluster:orphans-recovered", () => {
+      this.hooks?.afterRelease?.();
+      this.runtime?.wake("local");
+    });
+    this.offClusterEvents = () => {
+      offDead();
+      offRecovered();
+    };
     // pawl's timers are unref'd so they never hold a host process open on their own; a started node,
     // like a listening server, keeps its process alive until stop(), even while the database is down.
     this.keepAlive = setInterval(() => {}, 3_600_000);
@@ -218,7 +229,7 @@ export class Pawl extends PawlClient {
       const coordinator = this.coordinator;
       this.coordinator = null;
       if (coordinator) await (await coordinator).close().catch(() => {});
-      this.offDeclaredDead?.();
+      this.offClusterEvents?.();
       if (this.keepAlive) clearInterval(this.keepAlive);
       this.keepAlive = null;
       this.events.emit("node:stopped", { nodeId: this.nodeId, aborted });

@@ -206,6 +206,43 @@ describe("with started nodes", () => {
     for (const j of jobs) expect((await live.getJob(j.id))?.status).toBe("SUCCEEDED");
   });
 
+  it("an idle node runs the orphans its own sweep recovered at once, not at its next full pass", async () => {
+    // The orphan sits below the id floor and the time floor of the claim cursors: before the node starts it
+    // is RUNNING on a live node, and it was scheduled an hour ago. Only a full pass (every 60 s here) or
+    // the sweep's own request can find it once it is PENDING again.
+    await insertNode(pool, schema, "doomed", 0);
+    const [orphan] = await insertRunning(pool, schema, "doomed", 1, {
+      type: "orphan.work",
+      pickedAgoMs: 60_000,
+    });
+    await pool.query(
+      `UPDATE "${schema}".scheduler_job_queue SET scheduled_time = now() - interval '1 hour' WHERE id = $1`,
+      [orphan],
+    );
+    const node = testNode(schema, {
+      nodeId: "idle-sweeper",
+      deadNodeThresholdMs: 1000,
+      orphanSweepIntervalMs: 100,
+      claimCursorFullDiscoveryMs: 60_000,
+      claimCursorFullDiscoveryMaxMs: 600_000,
+    });
+    ends.push(() => node.close());
+    node.register("orphan.work", async () => "rescued");
+    const firstPoll = node.events.next("poll");
+    await node.start();
+    await firstPoll;
+    const recovered = node.events.next("cluster:orphans-recovered", (e) =>
+      e.jobs.some((j) => j.id === orphan),
+    );
+    const succeeded = node.events.next("job:succeeded", (e) => e.job.id === orphan, 10_000);
+    await pool.query(
+      `UPDATE "${schema}".scheduler_node SET heartbeat_ts = now() - interval '1 hour' WHERE node_id = 'doomed'`,
+    );
+    await recovered;
+    await succeeded;
+    expect(await jobStates(pool, schema, [orphan!])).toMatchObject([{ status: "SUCCEEDED" }]);
+  });
+
   it("refuses to start a second node under the same id in one process", async () => {
     const a = testNode(schema, { nodeId: "twin" });
     const b = testNode(schema, { nodeId: "twin" });
