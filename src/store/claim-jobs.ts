@@ -107,10 +107,17 @@ export function classicCandidatesSql(t: Tables, now: string): string {
  * join: a join on the CTE is planned as a hash join over a sequential scan of the whole table.)
  */
 export function claimUpdateSql(t: Tables, now: string, withPayload: boolean, extra = ""): string {
+  // The claim commits without waiting for its WAL flush (synchronous_commit off for this statement's own
+  // transaction: the uncorrelated subquery runs once, before the first row is updated). A claim lost in a
+  // database crash leaves its rows PENDING, exactly as a node crash would after orphan recovery: the jobs
+  // run again (at-least-once), and the node's outcome write finds them no longer RUNNING under it. An
+  // outcome that does commit is flushed with every WAL record before it, the claim's included. The wait
+  // saved is most of an idle claim's round trip (about 0.7 ms of 1.3 ms here) on the wakeup path.
   return `
     UPDATE ${t.jobs} j
     SET status = 'RUNNING', picked_by = $2, picked_at = now(), attempts = j.attempts + 1, updated_at = now()
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+      AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
     RETURNING j.id, j.type, j.queue, j.priority, j.priority + ${boostSql(now, "j")} AS effective, j.attempts,
               j.max_attempts, j.timeout_ms, j.scheduled_time, j.picked_at${withPayload ? ", j.payload" : ""}${extra}`;
 }
