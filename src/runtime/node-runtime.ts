@@ -90,6 +90,8 @@ export class NodeRuntime {
   private draining = false;
   private stopping: Promise<number> | null = null;
   private readonly lowWater: number;
+  /** The claim whose result is not handled yet (stop waits for it). */
+  private claimInFlight: Promise<void> | null = null;
   private cancelTimer: unknown = null;
   private armSweepTimer: unknown = null;
 
@@ -279,7 +281,7 @@ export class NodeRuntime {
             this.deps.events.emit("error", { where: `claim (queue ${queue})`, error: toError(error) }),
         })
       : this.claimer.claim(limit, types).then((jobs) => ({ jobs, limit }));
-    claiming.then(
+    const settled = claiming.then(
       (c) => this.afterClaim(c.jobs, c.limit, started),
       (error: unknown) => {
         this.deps.logger.warn("claim failed; the poller backs off", { error: String(error) });
@@ -287,6 +289,10 @@ export class NodeRuntime {
         poller?.send({ type: "CLAIM_FAILED", error });
       },
     );
+    this.claimInFlight = settled;
+    void settled.finally(() => {
+      if (this.claimInFlight === settled) this.claimInFlight = null;
+    });
   }
 
   private afterClaim(jobs: ClaimedJob[], limit: number, started: number): void {
@@ -512,6 +518,14 @@ export class NodeRuntime {
         await Promise.race([idle, graceOver]);
         this.deps.clock.clearTimeout(timer);
         aborted = this.abortRunning();
+      }
+      // A claim still in flight commits rows under this node: wait for it, so afterClaim hands them back
+      // through the writer below (and the pool is not closed under it). Bounded like the drain.
+      if (this.claimInFlight) {
+        await Promise.race([
+          this.claimInFlight,
+          new Promise<void>((resolve) => this.deps.clock.setTimeout(() => resolve(), outcomeDrainLimitMs)),
+        ]);
       }
       // Outcomes that cannot be written (database down) must not hold shutdown forever: their rows stay
       // RUNNING under this node id and orphan recovery (or this node's next startup) takes them back.
