@@ -122,12 +122,19 @@ describe("pausing a queue or a job type", () => {
 
     const started = count(nodes, "job:started", (e) => e.job.queue === "reports");
     const held = await b.enqueueMany(Array.from({ length: 20 }, () => ({ type: "pq.work" })));
-    const others = await b.enqueueMany(Array.from({ length: 5 }, () => ({ type: "pq.other" })));
+    // Counted from before the enqueue: the other queue's jobs may finish before the call returns.
+    let othersDone = 0;
+    const othersSucceeded = onAny(
+      nodes,
+      "job:succeeded",
+      (e) => e.job.type === "pq.other" && ++othersDone === 5,
+    );
+    await b.enqueueMany(Array.from({ length: 5 }, () => ({ type: "pq.other" })));
     // The running job fails after the pause: its retry is held too.
     const retried = onAny(nodes, "job:retried", (e) => e.job.id === flaky.id);
     releaseFlaky();
     await retried;
-    await Promise.all(others.map((j) => onAny(nodes, "job:succeeded", (e) => e.job.id === j.id)));
+    await othersSucceeded;
     await polls(nodes);
     expect(started.n).toBe(0);
     expect(new Set(await statuses(held.map((j) => j.id)))).toEqual(new Set(["PAUSED"]));
@@ -137,11 +144,15 @@ describe("pausing a queue or a job type", () => {
     ]);
 
     const resumedEvent = onAny(nodes, "queue:resumed");
+    // Listen before resuming: the released jobs run within milliseconds.
+    const allSucceeded = Promise.all(
+      [...held, flaky].map((j) => onAny(nodes, "job:succeeded", (e) => e.job.id === j.id)),
+    );
     const resumed = await b.resumeQueue("reports");
     expect(resumed).toEqual({ kind: "queue", name: "reports", changed: true, jobs: 21 });
     expect(await resumedEvent).toEqual(resumed);
     expect(await holdTriggers()).toBe(0);
-    await Promise.all([...held, flaky].map((j) => onAny(nodes, "job:succeeded", (e) => e.job.id === j.id)));
+    await allSucceeded;
     expect(await a.listPaused()).toEqual([]);
     started.stop();
   });

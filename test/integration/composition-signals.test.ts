@@ -53,6 +53,7 @@ describe("signals", () => {
       claimCursorFullDiscoveryMaxMs: 1000,
     });
     nodes = [b!];
+    const succeeded = b!.events.next("job:succeeded", (e) => e.job.id === job.id);
     const client = testPawl(schema);
     try {
       const signaled = await client.signal(job.id, { approved: true });
@@ -60,7 +61,7 @@ describe("signals", () => {
     } finally {
       await client.close();
     }
-    await b!.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await succeeded;
     expect(runs).toBe(2);
     expect(deliveries).toHaveLength(1);
     expect(deliveries[0]!.node).toBe(`${schema}-b`);
