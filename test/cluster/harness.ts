@@ -23,6 +23,9 @@ export const fastCluster = {
   concurrency: 10,
   prefetch: 50,
   maxConnections: 5,
+  // A node that keeps losing the race for work to its busier peers backs off its empty polls, by design
+  // up to 30 s; capped here, so the tests that wait for every node to hold work do not wait that long.
+  polling: { maxDelayMs: 250, deepIdleDelayMs: 250 },
 };
 
 /** A node process. */
