@@ -37,6 +37,8 @@ export interface HintCoalescerOptions {
 export function mergeHints(a: WakeupHint, b: WakeupHint): WakeupHint {
   const merged: WakeupHint = { priority: Math.max(a.priority, b.priority), source: a.source };
   if (a.target !== undefined && a.target === b.target) merged.target = a.target;
+  // A released job hidden in a merged hint must still trigger the receivers' full pass.
+  if (a.released === true || b.released === true) merged.released = true;
   return merged;
 }
 

@@ -31,6 +31,7 @@ interface WireHint {
   source: string;
   target?: string;
   jobId?: string;
+  released?: true;
 }
 
 /**
@@ -52,6 +53,7 @@ export function encodeHint(hint: WakeupHint): string | null {
   };
   if (hint.target !== undefined) wire.target = hint.target;
   if (wire.kind === "cancel") wire.jobId = hint.jobId;
+  if (wire.kind === "work" && hint.released === true) wire.released = true;
   let text = JSON.stringify(wire);
   if (Buffer.byteLength(text) > MAX_ENCODED_HINT_BYTES && wire.target !== undefined) {
     delete wire.target;
@@ -97,6 +99,8 @@ export function decodeHint(raw: unknown): WakeupHint | null {
   };
   if (wire.target !== undefined) hint.target = wire.target as string;
   if (wire.kind === "cancel") hint.jobId = wire.jobId as string;
+  // Optional and added after version 1 shipped: anything but `true` is read as absent, not as malformed.
+  if (wire.kind === "work" && wire.released === true) hint.released = true;
   return isValidHint(hint) ? hint : null;
 }
 

@@ -16,6 +16,12 @@ export interface WakeupHint {
   kind?: "work" | "cancel";
   /** For `kind: "cancel"`: the id of the job whose cancellation was requested. */
   jobId?: string;
+  /**
+   * For work: the work is existing jobs made runnable again under their old ids (a signal, a resume), not
+   * new rows. A node whose claim cursors only look above their floors looks at everything once (a full
+   * pass), instead of finding them at its next full pass (up to a minute on an idle node).
+   */
+  released?: boolean;
 }
 
 /** Counters and state every coordinator exposes, read by metrics and the inspector. */

@@ -79,11 +79,11 @@ export class Pawl extends PawlClient {
         return t ? typeDefaults(t) : undefined;
       },
       foldWakeup: (jobs, transactional) => this.foldWakeup(jobs, transactional),
-      afterEnqueue: (jobs, tx, folded) => this.afterEnqueue(jobs, tx, folded === true),
+      afterEnqueue: (jobs, tx, folded, released) =>
+        this.afterEnqueue(jobs, tx, folded === true, released === true),
       afterCancel: (result) => this.afterCancel(result),
       events: this.events,
-      afterRelease: () =>
-        (this.runtime?.claimer as { requestFullPass?: () => void } | undefined)?.requestFullPass?.(),
+      afterRelease: () => this.runtime?.claimer.requestFullPass?.(),
     };
   }
 
@@ -382,14 +382,16 @@ export class Pawl extends PawlClient {
     jobs: readonly EnqueuedJob[],
     tx: Queryable | undefined,
     folded: boolean,
+    released: boolean,
   ): Promise<void> {
     const now = Date.now();
     const fresh = jobs.filter((j) => j.inserted && j.status === "PENDING").map((j) => hintJobOfRow(j, now));
     if (fresh.length === 0) return;
     if (this.runtime && fresh.some((j) => j.due && this.types.has(j.type))) this.runtime.wake("local");
     if (folded || this.stopping) return;
-    const hint = urgentHint(fresh, this.nodeId);
-    if (!hint) return;
+    const urgent = urgentHint(fresh, this.nodeId);
+    if (!urgent) return;
+    const hint = released ? { ...urgent, released: true } : urgent;
     if (tx) {
       const coordinator = await this.ensureCoordinator();
       const stmt = coordinator.inTransaction?.(hint);

@@ -66,11 +66,15 @@ export interface PawlHooks {
    * `Coordinator.foldNotify`), or undefined to publish after it, if at all.
    */
   foldWakeup?(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined;
-  /** After an insert; `folded` when the insert statement carried the notify already. */
+  /**
+   * After an insert; `folded` when the insert statement carried the notify already, `released` when the
+   * jobs are existing rows made runnable again (a signal, a resume) rather than new ones.
+   */
   afterEnqueue(
     jobs: readonly EnqueuedJob[],
     inTransaction: Queryable | undefined,
     folded?: boolean,
+    released?: boolean,
   ): Promise<void>;
   afterCancel(result: CancelResult): void;
   /** The node's event stream, for the events of composition (signals, pauses, flows). */

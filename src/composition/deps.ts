@@ -103,5 +103,5 @@ export async function announce(
     const had = byType.get(w.type);
     if (!had || w.priority > had.priority) byType.set(w.type, w);
   }
-  for (const w of byType.values()) await hook([asEnqueued(w, w.id)], client);
+  for (const w of byType.values()) await hook([asEnqueued(w, w.id)], client, false, released);
 }

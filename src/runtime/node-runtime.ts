@@ -217,6 +217,7 @@ export class NodeRuntime {
     }
     // A hint about a job type this node does not run cannot give it work.
     if (hint.target !== undefined && !this.deps.types.has(hint.target)) return;
+    if (hint.released === true) this.claimer.requestFullPass?.();
     this.wake("coordinator", hint);
   }
 

@@ -22,6 +22,11 @@ export interface Claimer {
   claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]>;
   /** New work was announced (a local enqueue or a coordinator hint). */
   onWakeup(): void;
+  /**
+   * Existing rows went back to PENDING under their old ids: look at everything at the next poll. Only
+   * claimers that look past floors need it (claim cursors); the classic claim sees everything anyway.
+   */
+  requestFullPass?(): void;
   /** State worth showing in the inspector. */
   describe(): Record<string, unknown>;
 }

@@ -15,6 +15,7 @@ import {
   HintCoalescer,
   isCoordinator,
   MAX_ENCODED_HINT_BYTES,
+  mergeHints,
   NoneCoordinator,
   parseCoordinatorSpec,
   type WakeupHint,
@@ -28,6 +29,25 @@ describe("hint codec", () => {
     const cancel: WakeupHint = { kind: "cancel", jobId: "42", priority: 0, source: "node-a" };
     expect(decodeHint(encodeHint(work))).toEqual({ ...work, kind: "work" });
     expect(decodeHint(Buffer.from(encodeHint(cancel)!))).toEqual(cancel);
+  });
+
+  it("carries `released` on work hints only, and reads anything but true as absent", () => {
+    const released: WakeupHint = { priority: 10, source: "node-a", target: "report", released: true };
+    expect(decodeHint(encodeHint(released))).toEqual({ ...released, kind: "work" });
+    expect(
+      encodeHint({ kind: "cancel", jobId: "7", priority: 0, source: "a", released: true }),
+    ).not.toContain("released");
+    expect(decodeHint('{"pawl":1,"kind":"work","priority":1,"source":"a","released":"yes"}')).toEqual({
+      kind: "work",
+      priority: 1,
+      source: "a",
+    });
+    // A coalesced window that held a released job stays released.
+    expect(mergeHints({ priority: 1, source: "a" }, { priority: 0, source: "a", released: true })).toEqual({
+      priority: 1,
+      source: "a",
+      released: true,
+    });
   });
 
   it.each([

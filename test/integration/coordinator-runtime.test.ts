@@ -39,7 +39,12 @@ function node(coordinator: string, config: Parameters<typeof testNode>[1] = {}):
 
 /** A receiver that polls once at start and then sleeps for 30 s: only a wakeup can bring work early. */
 async function idleReceiver(coordinator: string, register: (n: Pawl) => void): Promise<Pawl> {
-  const b = node(coordinator, { pollIntervalMs: 30_000, cancelRecheckMs: 600_000 });
+  const b = node(coordinator, {
+    pollIntervalMs: 30_000,
+    cancelRecheckMs: 600_000,
+    claimCursorFullDiscoveryMs: 60_000,
+    claimCursorFullDiscoveryMaxMs: 600_000,
+  });
   register(b);
   const firstPoll = b.events.next("poll");
   await b.start();
@@ -214,5 +219,24 @@ describe("postgres coordinator: the notify folded into the insert", () => {
     } finally {
       await l.close();
     }
+  });
+});
+
+describe("released work through a coordinator", () => {
+  const coordinator = `in-memory://crt-rel-${tag}`;
+  it("makes an idle node look below its claim cursors' floors at once", async () => {
+    const type = `released-${randomBytes(3).toString("hex")}`;
+    const a = node(coordinator); // resumes the job; does not run the type
+    // A priority no other row of this file uses, so B has never seen its level.
+    const paused = await a.enqueue(type, {}, { priority: 77 });
+    await a.pauseJob(paused.id);
+    // B starts after the job was paused: its floors lie above the job's id and it has never seen the
+    // job's level, so only a full pass finds the job once it is PENDING again, and B's is a minute away.
+    const b = await idleReceiver(coordinator, (n) => n.register(type, async () => "ran"));
+    expect(b.nodeRuntime?.claimer.describe()).toMatchObject({ kind: "cursors", fullDiscoveryDue: false });
+    const succeeded = b.events.next("job:succeeded", (e) => e.job.id === paused.id, 5000);
+    await a.start();
+    await a.resumeJob(paused.id);
+    await succeeded;
   });
 });
