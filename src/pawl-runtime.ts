@@ -228,6 +228,7 @@ export class Pawl extends PawlClient {
       await this.clusterRef?.stop();
       const coordinator = this.coordinator;
       this.coordinator = null;
+      this.coordinatorReady = null;
       if (coordinator) await (await coordinator).close().catch(() => {});
       this.offClusterEvents?.();
       if (this.keepAlive) clearInterval(this.keepAlive);
