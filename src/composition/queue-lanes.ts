@@ -8,6 +8,8 @@
  * Without `queues` none of this exists: the runtime keeps its single buffer and one claim for all.
  */
 
+import { Fifo } from "../runtime/fifo.js";
+
 /** A claimed job waiting in a lane (the runtime's buffer entry). */
 export interface LaneItem {
   job: { id: string; queue: string };
@@ -18,8 +20,7 @@ interface Lane<T extends LaneItem> {
   limit: number;
   prefetch: number;
   busy: number;
-  buffer: T[];
-  head: number;
+  buffer: Fifo<T>;
 }
 
 /** A lane as the inspector shows it. */
@@ -48,8 +49,7 @@ export class QueueLanes<T extends LaneItem> {
       limit,
       prefetch: prefetch <= 0 ? 0 : Math.max(1, Math.ceil((prefetch * limit) / Math.max(1, total))),
       busy: 0,
-      buffer: [],
-      head: 0,
+      buffer: new Fifo<T>(),
     }));
     for (const l of this.lanes) this.byName.set(l.name, l);
   }
@@ -62,7 +62,7 @@ export class QueueLanes<T extends LaneItem> {
   /** Jobs waiting in all lanes' buffers. */
   get buffered(): number {
     let n = 0;
-    for (const l of this.lanes) n += l.buffer.length - l.head;
+    for (const l of this.lanes) n += l.buffer.size;
     return n;
   }
 
@@ -72,7 +72,7 @@ export class QueueLanes<T extends LaneItem> {
   }
 
   private roomOf(l: Lane<T>): number {
-    return Math.max(0, l.limit - l.busy + l.prefetch - (l.buffer.length - l.head));
+    return Math.max(0, l.limit - l.busy + l.prefetch - l.buffer.size);
   }
 
   /** What each lane can claim now (free slots plus prefetch, minus what it buffers); lanes with none left out. */
@@ -108,13 +108,9 @@ export class QueueLanes<T extends LaneItem> {
     const n = this.lanes.length;
     for (let k = 0; k < n; k++) {
       const l = this.lanes[(this.turn + k) % n] as Lane<T>;
-      if (l.busy >= l.limit || l.head >= l.buffer.length) continue;
-      const item = l.buffer[l.head] as T;
-      l.buffer[l.head++] = undefined as unknown as T;
-      if (l.head > 1024 && l.head * 2 > l.buffer.length) {
-        l.buffer = l.buffer.slice(l.head);
-        l.head = 0;
-      }
+      if (l.busy >= l.limit) continue;
+      const item = l.buffer.shift();
+      if (item === undefined) continue;
       l.busy++;
       this.turn = (this.turn + k + 1) % n;
       return item;
@@ -130,21 +126,12 @@ export class QueueLanes<T extends LaneItem> {
 
   /** Whether a job is buffered (claimed, not started) in any lane. */
   has(jobId: string): boolean {
-    for (const l of this.lanes) {
-      for (let i = l.head; i < l.buffer.length; i++) if (l.buffer[i]?.job.id === jobId) return true;
-    }
-    return false;
+    return this.lanes.some((l) => l.buffer.some((item) => item.job.id === jobId));
   }
 
   /** Empties every lane's buffer (shutdown) and returns what was in them. */
   takeAll(): T[] {
-    const out: T[] = [];
-    for (const l of this.lanes) {
-      for (let i = l.head; i < l.buffer.length; i++) out.push(l.buffer[i] as T);
-      l.buffer = [];
-      l.head = 0;
-    }
-    return out;
+    return this.lanes.flatMap((l) => l.buffer.takeAll());
   }
 
   /** Each lane's limit, running and buffered jobs, for the inspector. */
@@ -153,7 +140,7 @@ export class QueueLanes<T extends LaneItem> {
       queue: l.name,
       limit: l.limit,
       running: l.busy,
-      buffered: l.buffer.length - l.head,
+      buffered: l.buffer.size,
     }));
   }
 }

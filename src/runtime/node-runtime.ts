@@ -25,6 +25,7 @@ import type { Claimer, ClaimerOptions } from "../store/claimer.js";
 import { BreakerGate } from "./breaker-gate.js";
 import { QueueLanes } from "../composition/queue-lanes.js";
 import { claimLanes } from "../composition/queue-claim.js";
+import { Fifo } from "./fifo.js";
 
 /**
  * The watchdog actor is armed once an attempt has run this long (or earlier, when its first step is due
@@ -81,8 +82,7 @@ export class NodeRuntime {
   /** Per-queue lanes (buffers and slot budgets) when `queues` is configured; null otherwise. */
   readonly lanes: QueueLanes<Buffered> | null;
   /** Claimed jobs waiting for a free slot. */
-  private buffer: Buffered[] = [];
-  private bufferHead = 0;
+  private readonly buffer = new Fifo<Buffered>();
   /** Attempts in flight by job id (including those in the buffer's hand-off). */
   readonly runs = new Map<string, JobRun>();
   /** Jobs canceled while claimed but not yet started. */
@@ -190,7 +190,7 @@ export class NodeRuntime {
   /** How many jobs sit in the local buffer. */
   get buffered(): number {
     if (this.lanes) return this.lanes.buffered;
-    return this.buffer.length - this.bufferHead;
+    return this.buffer.size;
   }
 
   /** Room to claim into: free slots plus prefetch, minus what is buffered. */
@@ -233,12 +233,7 @@ export class NodeRuntime {
       this.canceledLocally.add(jobId);
       return;
     }
-    for (let i = this.bufferHead; i < this.buffer.length; i++) {
-      if (this.buffer[i]?.job.id === jobId) {
-        this.canceledLocally.add(jobId);
-        return;
-      }
-    }
+    if (this.buffer.some((b) => b.job.id === jobId)) this.canceledLocally.add(jobId);
   }
 
   /**
@@ -248,14 +243,9 @@ export class NodeRuntime {
    * recovered are left alone, the others go back to PENDING. Returns how many were handed back.
    */
   dropBuffered(reason: string): number {
-    const n = this.buffered;
+    const n = this.buffer.size;
     if (n === 0) return 0;
-    for (let i = this.bufferHead; i < this.buffer.length; i++) {
-      const { job } = this.buffer[i] as Buffered;
-      this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
-    }
-    this.buffer = [];
-    this.bufferHead = 0;
+    this.handBack(this.buffer.takeAll().map((b) => b.job));
     this.deps.logger.warn("handed back buffered jobs", { count: n, reason });
     return n;
   }
@@ -301,18 +291,13 @@ export class NodeRuntime {
     const now = clock.now();
     if (this.draining && jobs.length > 0) {
       // Claimed while shutdown began: hand them straight back, attempt not counted.
-      for (const j of jobs) this.writer.reschedule({ id: j.id, delayMs: 0 }, () => {});
+      this.handBack(jobs);
       jobs = [];
-    }
-    if (this.bufferHead > 1024 && this.bufferHead * 2 > this.buffer.length) {
-      this.buffer = this.buffer.slice(this.bufferHead);
-      this.bufferHead = 0;
     }
     if (this.lanes) {
       for (const job of jobs) {
         // Cannot fail: every job was claimed by its own lane's claim.
-        if (!this.lanes.push({ job, claimedAt: now }))
-          this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
+        if (!this.lanes.push({ job, claimedAt: now })) this.handBack([job]);
       }
     } else for (const job of jobs) this.buffer.push({ job, claimedAt: now });
     if (jobs.length > 0 && events.has("claim")) {
@@ -350,10 +335,10 @@ export class NodeRuntime {
   /** The poller's `dispatch` effect, and what runs whenever a slot frees: start buffered jobs. */
   pump(): void {
     if (this.lanes) return this.pumpLanes(this.lanes);
-    while (this.bufferHead < this.buffer.length && this.slots.free > 0 && !this.draining) {
-      const { job, claimedAt } = this.buffer[this.bufferHead] as Buffered;
-      this.buffer[this.bufferHead++] = undefined as unknown as Buffered;
-      this.startRun(job, claimedAt);
+    while (this.slots.free > 0 && !this.draining) {
+      const next = this.buffer.shift();
+      if (!next) return;
+      this.startRun(next.job, next.claimedAt);
     }
   }
 
@@ -500,14 +485,8 @@ export class NodeRuntime {
     this.armSweepTimer = null;
     this.root.send({ type: "DRAIN" });
     this.actor("poller")?.send({ type: "DRAIN" });
-    for (let i = this.bufferHead; i < this.buffer.length; i++) {
-      const { job } = this.buffer[i] as Buffered;
-      this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
-    }
-    this.buffer = [];
-    this.bufferHead = 0;
-    for (const { job } of this.lanes?.takeAll() ?? [])
-      this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
+    this.handBack(this.buffer.takeAll().map((b) => b.job));
+    this.handBack((this.lanes?.takeAll() ?? []).map((b) => b.job));
     this.stopping = (async () => {
       let aborted = 0;
       if (this.slots.busy > 0) {
@@ -547,6 +526,11 @@ export class NodeRuntime {
       return aborted;
     })();
     return this.stopping;
+  }
+
+  /** Claimed jobs that will not run here go back to PENDING, attempt not counted (guarded like every outcome). */
+  private handBack(jobs: readonly { id: string }[]): void {
+    for (const job of jobs) this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
   }
 
   private abortRunning(): number {
