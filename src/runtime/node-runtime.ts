@@ -237,15 +237,16 @@ export class NodeRuntime {
   }
 
   /**
-   * Hands back the jobs waiting in the local buffer instead of running them: used when the cluster
+   * Hands back the jobs waiting in the local buffer (the queue lanes' too) instead of running them: used when the cluster
    * declared this node dead, so their rows may already have been recovered and be running elsewhere.
    * The hand-back is guarded like every outcome (RUNNING and picked by this node): rows already
    * recovered are left alone, the others go back to PENDING. Returns how many were handed back.
    */
   dropBuffered(reason: string): number {
-    const n = this.buffer.size;
+    const taken = this.takeBuffered();
+    const n = taken.length;
     if (n === 0) return 0;
-    this.handBack(this.buffer.takeAll().map((b) => b.job));
+    this.handBack(taken.map((b) => b.job));
     this.deps.logger.warn("handed back buffered jobs", { count: n, reason });
     return n;
   }
@@ -485,8 +486,7 @@ export class NodeRuntime {
     this.armSweepTimer = null;
     this.root.send({ type: "DRAIN" });
     this.actor("poller")?.send({ type: "DRAIN" });
-    this.handBack(this.buffer.takeAll().map((b) => b.job));
-    this.handBack((this.lanes?.takeAll() ?? []).map((b) => b.job));
+    this.handBack(this.takeBuffered().map((b) => b.job));
     this.stopping = (async () => {
       let aborted = 0;
       if (this.slots.busy > 0) {
@@ -526,6 +526,11 @@ export class NodeRuntime {
       return aborted;
     })();
     return this.stopping;
+  }
+
+  /** Empties the local buffer, and every queue lane's with `queues`. */
+  private takeBuffered(): Buffered[] {
+    return [...this.buffer.takeAll(), ...(this.lanes?.takeAll() ?? [])];
   }
 
   /** Claimed jobs that will not run here go back to PENDING, attempt not counted (guarded like every outcome). */

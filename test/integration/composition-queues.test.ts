@@ -163,6 +163,33 @@ describe("per-queue concurrency", () => {
     expect(Math.max(...nodes.map((n) => inFlight.max.get(`${n.nodeId}/pa`) ?? 0))).toBe(4);
   });
 
+  it("hands back the jobs waiting in the lanes when the node is told to drop its buffer", async () => {
+    let unblock: () => void = () => {};
+    const blocked = new Promise<void>((resolve) => (unblock = resolve));
+    nodes = await startNodes(
+      schema,
+      1,
+      (node) => node.register("hold.work", async () => blocked, { queue: "hold" }),
+      { queues: { hold: 1 }, prefetch: 4, concurrency: undefined },
+    );
+    const [n] = nodes as [Pawl];
+    const lane = () =>
+      ((n.inspect()?.context as { queues?: { buffered: number }[] }).queues ?? [])[0]?.buffered ?? 0;
+    try {
+      const started = onAny(nodes, "job:started", (e) => e.job.type === "hold.work");
+      const claimedMore = onAny(nodes, "claim", (e) => e.jobs.length > 1);
+      await n.enqueueMany(Array.from({ length: 6 }, () => ({ type: "hold.work", queue: "hold" })));
+      await Promise.all([started, claimedMore]);
+      const waiting = lane();
+      expect(waiting).toBeGreaterThan(0);
+      // What the cluster's "declared dead" path calls: every buffered job goes back, lanes included.
+      expect(n.nodeRuntime!.dropBuffered("test")).toBe(waiting);
+      expect(lane()).toBe(0);
+    } finally {
+      unblock();
+    }
+  });
+
   it("claims one queue through the per-queue index, never walking another queue's rows", async () => {
     const t = tablesFor(schema);
     await pool.query(
