@@ -26,13 +26,8 @@ import { BreakerGate } from "./breaker-gate.js";
 import { QueueLanes } from "../composition/queue-lanes.js";
 import { claimLanes } from "../composition/queue-claim.js";
 import { Fifo } from "./fifo.js";
-
-/**
- * The watchdog actor is armed once an attempt has run this long (or earlier, when its first step is due
- * earlier). The steps keep their absolute times, so nothing changes for the attempts it watches; the
- * many attempts that end sooner skip two actor events each.
- */
-export const watchdogArmDelayMs = 20;
+import { WatchdogArming } from "./watchdog-arming.js";
+import { CancelCheck } from "./cancel-check.js";
 
 /** How long stop() waits for unwritten outcomes once the jobs are done. */
 const outcomeDrainLimitMs = 10_000;
@@ -92,8 +87,9 @@ export class NodeRuntime {
   private readonly lowWater: number;
   /** The claim whose result is not handled yet (stop waits for it). */
   private claimInFlight: Promise<void> | null = null;
-  private cancelTimer: unknown = null;
-  private armSweepTimer: unknown = null;
+  /** Arms the slots' watchdogs (most attempts end before they need one). */
+  readonly watchdogs: WatchdogArming;
+  private readonly cancelCheck: CancelCheck;
 
   constructor(readonly deps: NodeRuntimeDeps) {
     const { clock, logger, events } = deps;
@@ -130,6 +126,19 @@ export class NodeRuntime {
       configFor: (service) => deps.options.breakerFor(service),
       clock,
     });
+    this.watchdogs = new WatchdogArming({
+      runs: this.runs,
+      clock,
+      sendLater: (id, event) => this.sendLater(id, event),
+    });
+    this.cancelCheck = new CancelCheck({
+      runs: this.runs,
+      store: deps.store,
+      clock,
+      recheckMs: deps.options.cancelRecheckMs,
+      onCanceled: (id) => this.cancelRequested(id),
+      onError: (error) => events.emit("error", { where: "cancel check", error: toError(error) }),
+    });
     this.claimer = deps.createClaimer({
       store: deps.store,
       nodeId: deps.nodeId,
@@ -148,7 +157,7 @@ export class NodeRuntime {
   start(): void {
     this.root.start();
     this.actor("poller")?.send({ type: "START" });
-    this.scheduleCancelCheck();
+    this.cancelCheck.start();
   }
 
   /**
@@ -156,35 +165,8 @@ export class NodeRuntime {
    * canceled and tells them. Without a coordinator this is how a cancel made on another node reaches the
    * running attempt (with one, the hint arrives first). Returns the ids found canceled.
    */
-  async checkRunningCancellations(): Promise<string[]> {
-    const now = this.deps.clock.now();
-    const ids = [...this.runs.values()]
-      .filter(
-        (r) =>
-          !r.settled &&
-          !r.cancelRequested &&
-          r.startedAt > 0 &&
-          now - r.startedAt >= this.deps.options.cancelRecheckMs,
-      )
-      .map((r) => r.claimed.id);
-    if (ids.length === 0) return [];
-    const canceled = await this.deps.store.canceledAmong(ids);
-    for (const id of canceled) this.cancelRequested(id);
-    return [...canceled];
-  }
-
-  private scheduleCancelCheck(): void {
-    if (this.draining) return;
-    this.cancelTimer = this.deps.clock.setTimeout(
-      () => {
-        this.checkRunningCancellations()
-          .catch((error: unknown) =>
-            this.deps.events.emit("error", { where: "cancel check", error: toError(error) }),
-          )
-          .finally(() => this.scheduleCancelCheck());
-      },
-      Math.max(100, this.deps.options.cancelRecheckMs),
-    );
+  checkRunningCancellations(): Promise<string[]> {
+    return this.cancelCheck.runOnce();
   }
 
   /** How many jobs sit in the local buffer. */
@@ -389,20 +371,6 @@ export class NodeRuntime {
     return true;
   }
 
-  /** Arms the slot's watchdog for an attempt (two actor events per attempt that needs watching). */
-  armWatchdog(run: JobRun): void {
-    run.armAt = 0;
-    if (run.settled || !run.ctx) return;
-    run.armed = true;
-    const event = {
-      type: "ARM" as const,
-      jobId: run.claimed.id,
-      startedAt: run.startedAt,
-      timeoutMs: run.ctx.deadlineMs - run.startedAt,
-    };
-    this.sendLater(`watchdog-${run.slot}`, event);
-  }
-
   /**
    * Sends to another actor after the current step. Effects run inside an actor's step; an event that
    * made a second actor assign to its context from there would be processed nested in the first one's
@@ -411,29 +379,6 @@ export class NodeRuntime {
    */
   sendLater(systemId: string, event: { type: string } & Record<string, unknown>): void {
     queueMicrotask(() => this.actor(systemId)?.send(event));
-  }
-
-  /**
-   * Arms the watchdog of `run` once it has run {@link watchdogArmDelayMs}. One sweep timer serves every
-   * slot, so a short attempt costs no timer of its own.
-   */
-  armLater(run: JobRun): void {
-    run.armAt = run.startedAt + watchdogArmDelayMs;
-    if (this.armSweepTimer !== null) return;
-    this.armSweepTimer = this.deps.clock.setTimeout(() => this.armSweep(), watchdogArmDelayMs / 2);
-  }
-
-  private armSweep(): void {
-    this.armSweepTimer = null;
-    const now = this.deps.clock.now();
-    let waiting = false;
-    for (const run of this.runs.values()) {
-      if (run.armAt === 0 || run.settled) continue;
-      if (run.armAt <= now) this.armWatchdog(run);
-      else waiting = true;
-    }
-    if (waiting)
-      this.armSweepTimer = this.deps.clock.setTimeout(() => this.armSweep(), watchdogArmDelayMs / 2);
   }
 
   /** The job task's `finish` effect: records the outcome and frees the slot. */
@@ -481,9 +426,8 @@ export class NodeRuntime {
       return this.stopping;
     }
     this.draining = true;
-    if (this.cancelTimer !== null) this.deps.clock.clearTimeout(this.cancelTimer);
-    if (this.armSweepTimer !== null) this.deps.clock.clearTimeout(this.armSweepTimer);
-    this.armSweepTimer = null;
+    this.cancelCheck.stop();
+    this.watchdogs.stop();
     this.root.send({ type: "DRAIN" });
     this.actor("poller")?.send({ type: "DRAIN" });
     this.handBack(this.takeBuffered().map((b) => b.job));

@@ -8,7 +8,8 @@ import { JobContext } from "./job-context.js";
 import { JobTimeoutError } from "./finish-attempt.js";
 import { invokeHandler } from "./invoke-handler.js";
 import type { JobRun } from "./job-run.js";
-import { watchdogArmDelayMs, type NodeRuntime } from "./node-runtime.js";
+import type { NodeRuntime } from "./node-runtime.js";
+import { watchdogArmDelayMs } from "./watchdog-arming.js";
 import { runValidator } from "../enqueue-input.js";
 import { toError } from "../events.js";
 import { acquirePermit } from "../store/permits.js";
@@ -101,8 +102,8 @@ export function taskImplementations(rt: NodeRuntime) {
     run.ctx = ctx;
     if (run.cancelRequested) ctx.abort("the job was canceled");
     const firstStep = watchdogSchedule(now, timeoutMs, options.watchdog)[0]?.at ?? now + timeoutMs;
-    if (firstStep - now <= watchdogArmDelayMs) rt.armWatchdog(run);
-    else rt.armLater(run);
+    if (firstStep - now <= watchdogArmDelayMs) rt.watchdogs.arm(run);
+    else rt.watchdogs.later(run);
     if (events.has("job:started")) {
       events.emit("job:started", {
         job: run.info,
