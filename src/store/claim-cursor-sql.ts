@@ -3,8 +3,8 @@
  *
  * - **seek claim**: per priority level given as arrays (unnest, no recursive level discovery), the first
  *   `limit` unlocked due rows strictly after the level's position, in (scheduled_time, id) order, FOR
- *   UPDATE SKIP LOCKED; plus optional picks locked by id equality; merged by effective priority with the
- *   age boost exactly like the classic claim, then the UPDATE to RUNNING. One statement per poll.
+ *   UPDATE SKIP LOCKED; merged by effective priority with the age boost exactly like the classic claim,
+ *   then the UPDATE to RUNNING. One statement per poll.
  * - **floored claim**: the seek claim whose picks come from a window read in the same statement: PENDING
  *   due rows above an id floor, in id order, on the `(id) WHERE status = 'PENDING'` index (migration
  *   0003), ordered by claim order in SQL. One statement, so a wakeup costs one round trip.
@@ -99,14 +99,13 @@ function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): strin
 
 /**
  * The seek claim. Parameters: `$1` limit, `$2` node, `$3` types, `$4` boost ms, `$5` now override,
- * `$6` levels int[], `$7` their positions' times (epoch µs) bigint[], `$8` their positions' ids bigint[],
- * `$9` ids to lock by equality bigint[] (empty on the seek pass; the floored pass uses
- * {@link flooredClaimSql}).
+ * `$6` levels int[], `$7` their positions' times (epoch µs) bigint[], `$8` their positions' ids bigint[].
  * Returns one row per claimed job, or one row of nulls when nothing was claimed, each with `now_us` and
  * `heads` (the first seek candidate of every level that had one).
  */
 export function seekClaimSql(t: Tables, withPayload: boolean): string {
-  return seekMergeSql(t, withPayload, { prelude: "", pickIds: "$9::bigint[]", meta: "", metaOut: "" });
+  // No picks: only the floored pass locks rows by id (its window's best).
+  return seekMergeSql(t, withPayload, { prelude: "", pickIds: "'{}'::bigint[]", meta: "", metaOut: "" });
 }
 
 /**
@@ -240,30 +239,32 @@ function readResult(rows: MetaRow[], withPayload: boolean): CursorClaimResult {
   };
 }
 
-const usList = (targets: readonly SeekTarget[]) => targets.map((x) => x.after.us.toString());
-const idList = (targets: readonly SeekTarget[]) => targets.map((x) => x.after.id.toString());
+/** `$1..$5`, the classic claim's parameters, shared by every cursor statement. */
+const claimValues = (a: CursorClaimArgs): unknown[] => [
+  a.limit,
+  a.nodeId,
+  a.types,
+  a.boostIntervalMs,
+  a.now ?? null,
+];
 
-/** Runs the seek claim for `targets` (and `picks`, ids locked by equality). One statement. */
+/** `$6..$8`: the seek targets as parallel arrays (levels, positions' times in µs, positions' ids). */
+const targetValues = (targets: readonly SeekTarget[]): unknown[] => [
+  targets.map((x) => x.priority),
+  targets.map((x) => x.after.us.toString()),
+  targets.map((x) => x.after.id.toString()),
+];
+
+/** Runs the seek claim for `targets`. One statement. */
 export async function seekClaim(
   db: Queryable,
   t: Tables,
   args: CursorClaimArgs,
   targets: readonly SeekTarget[],
-  picks: readonly bigint[] = [],
 ): Promise<CursorClaimResult> {
   const s = statements(t);
   const res = await db.query<MetaRow>(
-    (args.withPayload ? s.seekFull : s.seekLight)([
-      args.limit,
-      args.nodeId,
-      args.types,
-      args.boostIntervalMs,
-      args.now ?? null,
-      targets.map((x) => x.priority),
-      usList(targets),
-      idList(targets),
-      picks.map(String),
-    ]),
+    (args.withPayload ? s.seekFull : s.seekLight)([...claimValues(args), ...targetValues(targets)]),
   );
   return readResult(res.rows, args.withPayload);
 }
@@ -275,15 +276,7 @@ export async function fullPassClaim(
   args: CursorClaimArgs,
 ): Promise<FullPassResult> {
   const s = statements(t);
-  const res = await db.query<MetaRow>(
-    (args.withPayload ? s.fullFull : s.fullLight)([
-      args.limit,
-      args.nodeId,
-      args.types,
-      args.boostIntervalMs,
-      args.now ?? null,
-    ]),
-  );
+  const res = await db.query<MetaRow>((args.withPayload ? s.fullFull : s.fullLight)(claimValues(args)));
   const base = readResult(res.rows, args.withPayload);
   const first = res.rows[0];
   return {
@@ -313,14 +306,8 @@ export async function flooredClaim(
   const s = statements(t);
   const res = await db.query<MetaRow>(
     (args.withPayload ? s.flooredFull : s.flooredLight)([
-      args.limit,
-      args.nodeId,
-      args.types,
-      args.boostIntervalMs,
-      args.now ?? null,
-      targets.map((x) => x.priority),
-      usList(targets),
-      idList(targets),
+      ...claimValues(args),
+      ...targetValues(targets),
       floorId.toString(),
       windowSize,
     ]),
