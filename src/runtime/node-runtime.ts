@@ -219,8 +219,9 @@ export class NodeRuntime {
   }
 
   /**
-   * Hands back the jobs waiting in the local buffer (the queue lanes' too) instead of running them: used when the cluster
-   * declared this node dead, so their rows may already have been recovered and be running elsewhere.
+   * Hands back the jobs waiting in the local buffer (the queue lanes' too) instead of running them: used
+   * when the cluster declared this node dead, so their rows may already have been recovered and be
+   * running elsewhere.
    * The hand-back is guarded like every outcome (RUNNING and picked by this node): rows already
    * recovered are left alone, the others go back to PENDING. Returns how many were handed back.
    */
