@@ -153,12 +153,8 @@ export class PawlClient {
       this.hooks?.typeDefaults(type),
       this.config.maxPayloadBytes,
     );
-    const db = options?.client;
-    const notify = this.hooks?.foldWakeup?.([job], db !== undefined);
-    const [row] = await this.store.enqueue([job], db ?? this.pool, notify);
-    const out = row as EnqueuedJob<P>;
-    await this.hooks?.afterEnqueue([out], db, notify !== undefined);
-    return out;
+    const [row] = await this.insert([job], options?.client);
+    return row as EnqueuedJob<P>;
   }
 
   /**
@@ -185,9 +181,17 @@ export class PawlClient {
         throw error;
       }
     });
-    const notify = this.hooks?.foldWakeup?.(jobs, options.client !== undefined);
-    const rows = await this.store.enqueue(jobs, options.client ?? this.pool, notify);
-    await this.hooks?.afterEnqueue(rows, options.client, notify !== undefined);
+    return this.insert(jobs, options.client);
+  }
+
+  /**
+   * Inserts validated jobs (in `client`'s transaction when given) and announces them: the wakeup notify
+   * rides in the insert when the coordinator can fold it, else it is published afterwards.
+   */
+  private async insert(jobs: readonly NewJob[], client: Queryable | undefined): Promise<EnqueuedJob[]> {
+    const notify = this.hooks?.foldWakeup?.(jobs, client !== undefined);
+    const rows = await this.store.enqueue(jobs, client ?? this.pool, notify);
+    await this.hooks?.afterEnqueue(rows, client, notify !== undefined);
     return rows;
   }
 
