@@ -101,6 +101,8 @@ export class Pawl extends PawlClient {
    * Registers the handler of a job type. Registering after start() is allowed: the next claim includes it.
    *
    * @throws ValidationError for a bad type name or option.
+   * @throws PawlError `INVALID_STATE` after stop(): a stopped node never claims again, so the handler could
+   *   never run.
    */
   register<P = unknown, R = unknown>(
     type: string,
@@ -108,6 +110,12 @@ export class Pawl extends PawlClient {
     options?: RegisterOptions<P>,
   ): this {
     this.assertOpen();
+    if (this.stopping) {
+      throw new PawlError(
+        "INVALID_STATE",
+        `register("${type}") after stop(): this node was stopped and will never run the handler; create a new instance`,
+      );
+    }
     const t = resolveJobType(type, handler, options as RegisterOptions);
     this.types.set(type, t);
     return this;
