@@ -104,7 +104,11 @@ export function subscribeMetrics(
       m.breakerTransitions.inc({ service: e.service, from: e.from.toLowerCase(), to: e.to.toLowerCase() });
     }),
     source.on("coordinator:connected", (e) => m.coordinatorConnected.set({ transport: e.transport }, 1)),
-    source.on("coordinator:disconnected", (e) => m.coordinatorConnected.set({ transport: e.transport }, 0)),
+    source.on("coordinator:disconnected", (e) => {
+      m.coordinatorConnected.set({ transport: e.transport }, 0);
+      m.coordinatorDisconnects.inc({ transport: e.transport });
+    }),
+    source.on("database:connection-error", (e) => m.databaseConnectionErrors.inc({ source: e.source })),
 
     // Cluster
     source.on("cluster:heartbeat", (e) => {

@@ -244,6 +244,16 @@ export function buildMetricSet(registry: Registry, prefix: string, c: Collectors
       [],
       c.coordinatorCounter("reconnects"),
     ),
+    coordinatorDisconnects: counter(
+      "coordinator_disconnects_total",
+      "Coordinator outages (one per lost connection, however many reconnect attempts it took), by transport.",
+      ["transport"],
+    ),
+    databaseConnectionErrors: counter(
+      "database_connection_errors_total",
+      "Database connections that failed and were dropped (server restart, terminated backend), by whether pawl held the connection or it sat idle in the pool.",
+      ["source"],
+    ),
 
     // Queue depth (a cached, bounded query)
     queueDepth: gauge(

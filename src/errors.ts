@@ -22,7 +22,8 @@ export type PawlErrorCode =
   | "CLOSED"
   | "INVALID_FLOW"
   | "FLOW_NOT_FOUND"
-  | "NOT_WAITING";
+  | "NOT_WAITING"
+  | "DATABASE_UNAVAILABLE";
 
 /**
  * The base class of the errors pawl raises itself.
@@ -57,5 +58,29 @@ export class JobNotFoundError extends PawlError {
   constructor(id: string) {
     super("JOB_NOT_FOUND", `no job with id ${id}`);
     this.name = "JobNotFoundError";
+  }
+}
+
+/**
+ * Raised when PostgreSQL could not be reached, or the connection broke under an operation (a restart, a
+ * terminated backend, the pool's connect timeout). `maybeWritten` tells a caller whether a retry could
+ * write twice: false when the failure came before the statement was sent (nothing was written), true when
+ * the connection broke after, so the statement may have committed (retry with a `uniqueKey` to stay
+ * idempotent).
+ *
+ * @example
+ * ```ts
+ * try { await pawl.enqueue("email.send", payload, { uniqueKey }); }
+ * catch (e) { if (e instanceof DatabaseUnavailableError) retryLater(); else throw e; }
+ * ```
+ */
+export class DatabaseUnavailableError extends PawlError {
+  /** Whether the statement may have been written before the connection failed. */
+  readonly maybeWritten: boolean;
+
+  constructor(message: string, maybeWritten: boolean, options?: { cause?: unknown }) {
+    super("DATABASE_UNAVAILABLE", message, options);
+    this.name = "DatabaseUnavailableError";
+    this.maybeWritten = maybeWritten;
   }
 }

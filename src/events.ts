@@ -51,6 +51,11 @@ export interface PawlEvents {
   "breaker:change": { service: string; from: string; to: string };
   "coordinator:connected": { transport: string };
   "coordinator:disconnected": { transport: string; error: string };
+  /**
+   * A database connection failed and was dropped (a server restart, a terminated backend): `held` while
+   * pawl had it checked out (the operation in progress failed), `idle` while it waited in pawl's pool.
+   */
+  "database:connection-error": { source: "held" | "idle"; error: Error };
   /** This node wrote its heartbeat (times are the database's; `nextDelayMs` adapts to `lagMs`). */
   "cluster:heartbeat": {
     nodeId: string;

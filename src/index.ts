@@ -20,7 +20,7 @@ export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators
 export type { EnqueueItem, DeadLetterQueue } from "./pawl.js";
 export type { PawlConfig, ResolvedConfig } from "./config.js";
 export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
-export { PawlError, ValidationError, JobNotFoundError } from "./errors.js";
+export { PawlError, ValidationError, JobNotFoundError, DatabaseUnavailableError } from "./errors.js";
 export type { PawlErrorCode } from "./errors.js";
 export { priorities, resolvePriority } from "./priority.js";
 export type { Priority, PriorityName } from "./priority.js";

@@ -10,6 +10,7 @@ import type { NewJob } from "./enqueue-input.js";
 import { hintJobOfNew, hintJobOfRow, urgentHint } from "./enqueue-hints.js";
 import type { CancelResult } from "./store/cancel-job.js";
 import type { Queryable } from "./store/sql.js";
+import { onConnectionFault } from "./store/held-client.js";
 import { PawlError } from "./errors.js";
 import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "./events.js";
 import { PawlClient } from "./pawl.js";
@@ -68,6 +69,8 @@ export class Pawl extends PawlClient {
   private offClusterEvents: (() => void) | null = null;
   private clusterRef: ClusterServices | null = null;
   private signalSweeper: SignalSweeper | null = null;
+  /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
+  private readonly offConnectionFaults: () => void;
 
   constructor(config: PawlConfig = {}) {
     super(config);
@@ -85,6 +88,9 @@ export class Pawl extends PawlClient {
       events: this.events,
       afterRelease: () => this.runtime?.claimer.requestFullPass?.(),
     };
+    this.offConnectionFaults = onConnectionFault(this.pool, (fault) =>
+      this.events.emit("database:connection-error", fault),
+    );
   }
 
   /** This node's id. */
@@ -250,6 +256,7 @@ export class Pawl extends PawlClient {
   override async close(): Promise<void> {
     if (this.closed) return;
     if (this.runtime || this.coordinator) await this.stop({ graceMs: 0 });
+    this.offConnectionFaults();
     await super.close();
   }
 

@@ -19,6 +19,7 @@ import type { Logger } from "../logger.js";
 import { nextFire, planFire, validateCron, type MissedFirePolicy } from "../logic/cron.js";
 import { resolvePriority, type Priority } from "../priority.js";
 import { enqueueJobs, type EnqueuedJob } from "../store/enqueue-jobs.js";
+import { inHeldTransaction } from "../store/held-client.js";
 import {
   advanceRecurring,
   claimDueRecurring,
@@ -243,11 +244,8 @@ export class RecurringScheduler {
     const skipped: { name: string; dueAt: Date }[] = [];
     const failed: { name: string; error: Error }[] = [];
     const inserted: EnqueuedJob[] = [];
-    const client = await pool.connect();
-    let broken: Error | undefined;
     let claimed = 0;
-    try {
-      await client.query("BEGIN");
+    await inHeldTransaction(pool, async (client) => {
       const { rows, databaseTime } = await claimDueRecurring(client, t, this.batch, now);
       claimed = rows.length;
       for (const row of rows) {
@@ -261,15 +259,7 @@ export class RecurringScheduler {
           failed.push({ name: row.name, error: result.error });
         }
       }
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch((e: unknown) => {
-        broken = toError(e);
-      });
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+    });
     for (const f of failed) {
       logger.error("a recurring schedule could not fire", { schedule: f.name, error: f.error.message });
       events.emit("error", { where: `recurring ${f.name}`, error: f.error });
@@ -289,7 +279,7 @@ export class RecurringScheduler {
   }
 
   private async fireOne(
-    client: pg.PoolClient,
+    client: Queryable,
     row: RecurringRow,
     nowMs: number,
   ): Promise<

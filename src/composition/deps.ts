@@ -10,6 +10,7 @@ import type { PawlEventEmitter } from "../events.js";
 import type { PawlHooks } from "../pawl.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Job } from "../store/job-row.js";
+import { inHeldTransaction } from "../store/held-client.js";
 import type { JobStore } from "../store/job-store.js";
 import type { Queryable } from "../store/sql.js";
 
@@ -24,7 +25,8 @@ export interface CompositionDeps {
 
 /**
  * Runs `fn` in a transaction: the caller's when `client` is given (nothing is committed here), else one of
- * its own on a pooled connection, committed when `fn` resolves and rolled back when it throws.
+ * its own on a held connection (store/held-client.ts), committed when `fn` resolves and rolled back when it
+ * throws.
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
@@ -32,18 +34,7 @@ export async function inTransaction<T>(
   fn: (db: Queryable) => Promise<T>,
 ): Promise<T> {
   if (client) return fn(client);
-  const conn = await pool.connect();
-  try {
-    await conn.query("BEGIN");
-    const out = await fn(conn);
-    await conn.query("COMMIT");
-    return out;
-  } catch (error) {
-    await conn.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    conn.release();
-  }
+  return inHeldTransaction(pool, fn);
 }
 
 /** The fields of a job that the `afterEnqueue` hook reads, for announcing rows nobody read back. */

@@ -6,6 +6,7 @@
 import type { NewJob } from "../enqueue-input.js";
 import type { QueryConfig } from "pg";
 import type { FoldedNotify } from "../../coordinators/spi.js";
+import { asDatabaseUnavailable } from "./connection-failure.js";
 import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
@@ -90,13 +91,28 @@ async function insertRound(
 /**
  * Inserts `jobs` in one round trip (plus one look-up when unique keys hit live rows). Results are in
  * input order. Use a transaction's client as `db` for transactional enqueue. `notify` is sent with
- * pg_notify by the insert statement itself when it inserts a row.
+ * pg_notify by the insert statement itself when it inserts a row. When the database cannot be reached (or
+ * the connection breaks under the insert) it fails with a DatabaseUnavailableError, within the pool's
+ * connect timeout, telling whether the rows may have been written.
  */
 export async function enqueueJobs(
   db: Queryable,
   t: Tables,
   jobs: readonly NewJob[],
   notify?: FoldedNotify,
+): Promise<EnqueuedJob[]> {
+  try {
+    return await insertJobs(db, t, jobs, notify);
+  } catch (error) {
+    throw asDatabaseUnavailable(error);
+  }
+}
+
+async function insertJobs(
+  db: Queryable,
+  t: Tables,
+  jobs: readonly NewJob[],
+  notify: FoldedNotify | undefined,
 ): Promise<EnqueuedJob[]> {
   const out: (EnqueuedJob | undefined)[] = new Array(jobs.length);
   let pending = jobs.map((job, index) => ({ job, index }));

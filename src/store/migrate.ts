@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type pg from "pg";
+import { inHeldTransaction } from "./held-client.js";
 import { quoteSchema } from "./schema-name.js";
 
 /** One migration file. */
@@ -57,9 +58,7 @@ export function loadMigrations(dir = migrationsDir()): Migration[] {
 export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
   const s = quoteSchema(schema);
   const migrations = loadMigrations();
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
+  return inHeldTransaction(pool, async (client) => {
     // hashtext keys the lock by schema, so two schemas in one database migrate independently.
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`pawl.migrate.${schema}`]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
@@ -79,13 +78,7 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
       ]);
       applied.push(m.version);
     }
-    await client.query("COMMIT");
     const version = Math.max(0, ...have, ...applied);
     return { applied, version };
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -4,6 +4,7 @@
  * a permit row names its node, so a dead node's permits can be freed by orphan recovery.
  */
 import type pg from "pg";
+import { inHeldTransaction } from "./held-client.js";
 import type { Tables } from "./sql.js";
 
 /**
@@ -18,11 +19,9 @@ export async function acquirePermit(
   nodeId: string,
   capacity: number,
 ): Promise<boolean> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`pawl.permit.${t.schema}.${resource}`]);
-    const res = await client.query(
+  return inHeldTransaction(pool, async (db) => {
+    await db.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`pawl.permit.${t.schema}.${resource}`]);
+    const res = await db.query(
       `INSERT INTO ${t.permits} (resource, job_id, node_id)
        SELECT $1, $2, $3
        WHERE (SELECT count(*) FROM ${t.permits} WHERE resource = $1) < $4
@@ -30,14 +29,8 @@ export async function acquirePermit(
        RETURNING job_id`,
       [resource, jobId, nodeId, capacity],
     );
-    await client.query("COMMIT");
     return (res.rowCount ?? 0) > 0;
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Gives a job's permit back. */
