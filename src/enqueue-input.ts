@@ -3,6 +3,7 @@
  * before any SQL runs, so bad input never writes anything.
  */
 import { ValidationError } from "./errors.js";
+import { describeValue, storableText } from "./input-text.js";
 import { serializePayload } from "./payload.js";
 import { resolvePriority, type Priority } from "./priority.js";
 import type { Queryable } from "./store/sql.js";
@@ -75,10 +76,12 @@ const maxInt32 = 2_147_483_647;
 
 function name(kind: "job type" | "queue", value: unknown, max: number): string {
   const code = kind === "job type" ? "INVALID_JOB_TYPE" : "INVALID_OPTION";
+  // Text PostgreSQL cannot store gets the one storable-text message; then the stricter name rules.
+  if (typeof value === "string") storableText(kind, value, code);
   if (typeof value !== "string" || value.length === 0 || value.length > max || /[\s\p{Cc}]/u.test(value)) {
     throw new ValidationError(
       code,
-      `invalid ${kind} ${JSON.stringify(value)}: use 1-${max} characters without spaces or control characters`,
+      `invalid ${kind} ${describeValue(value)}: use 1-${max} characters without spaces or control characters`,
     );
   }
   return value;
@@ -98,7 +101,7 @@ function positiveInt(option: string, value: unknown, min: number, max: number): 
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
     throw new ValidationError(
       "INVALID_OPTION",
-      `invalid ${option} ${JSON.stringify(value)}: use an integer from ${min} to ${max}`,
+      `invalid ${option} ${describeValue(value)}: use an integer from ${min} to ${max}`,
     );
   }
   return value;
@@ -159,7 +162,7 @@ export function buildNewJob(
     if (typeof o.delayMs !== "number" || !Number.isFinite(o.delayMs) || o.delayMs < 0) {
       throw new ValidationError(
         "INVALID_OPTION",
-        `invalid delayMs ${JSON.stringify(o.delayMs)}: use a finite number of milliseconds >= 0`,
+        `invalid delayMs ${describeValue(o.delayMs)}: use a finite number of milliseconds >= 0`,
       );
     }
     delayMs = Math.round(o.delayMs);
@@ -171,14 +174,11 @@ export function buildNewJob(
     }
     runAt = o.runAt;
   }
-  const uniqueKey = o.uniqueKey === undefined ? null : o.uniqueKey;
-  if (
-    uniqueKey !== null &&
-    (typeof uniqueKey !== "string" || uniqueKey.length === 0 || uniqueKey.length > maxUniqueKeyLength)
-  ) {
+  const uniqueKey = o.uniqueKey === undefined ? null : storableText("uniqueKey", o.uniqueKey);
+  if (uniqueKey !== null && (uniqueKey.length === 0 || uniqueKey.length > maxUniqueKeyLength)) {
     throw new ValidationError(
       "INVALID_OPTION",
-      `invalid uniqueKey ${JSON.stringify(uniqueKey)}: use a string of 1-${maxUniqueKeyLength} characters`,
+      `invalid uniqueKey ${describeValue(uniqueKey)}: use a string of 1-${maxUniqueKeyLength} characters`,
     );
   }
   if (

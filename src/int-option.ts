@@ -1,4 +1,5 @@
 /** The shared check for integer options, so every config error reads the same way. */
+import { describeValue } from "./input-text.js";
 import { ValidationError } from "./errors.js";
 
 /** Checks an integer option, naming it in the error. */
@@ -6,7 +7,7 @@ export function intOption(name: string, value: unknown, min: number, max: number
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
     throw new ValidationError(
       "INVALID_CONFIG",
-      `invalid ${name} ${JSON.stringify(value)}: use an integer from ${min} to ${max}`,
+      `invalid ${name} ${describeValue(value)}: use an integer from ${min} to ${max}`,
     );
   }
   return value;

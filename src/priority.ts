@@ -2,6 +2,7 @@
  * Priorities: integers from 0 to 100, higher first, with four names for the common levels. The gaps
  * between the names leave room for the age boost (+1 level per boost interval) and for custom levels.
  */
+import { describeValue } from "./input-text.js";
 import { ValidationError } from "./errors.js";
 
 /** The named priorities. */
@@ -36,7 +37,7 @@ export function resolvePriority(value: unknown): number {
   }
   throw new ValidationError(
     "INVALID_PRIORITY",
-    `invalid priority ${JSON.stringify(value)}: use an integer from ${minPriority} to ${maxPriority} ` +
+    `invalid priority ${describeValue(value)}: use an integer from ${minPriority} to ${maxPriority} ` +
       `or one of ${Object.keys(priorities).join(", ")}`,
   );
 }

@@ -1,4 +1,5 @@
 /** Job ids are positive bigints; this checks one before it reaches SQL, so a typo is a clear error. */
+import { describeValue } from "../input-text.js";
 import { ValidationError } from "../errors.js";
 
 /** Validates a job id (a positive integer, as a string or number) and returns it as a string. */
@@ -7,7 +8,7 @@ export function validateJobId(id: unknown): string {
   if (typeof s !== "string" || !/^[1-9]\d{0,18}$/.test(s) || BigInt(s) > 9223372036854775807n) {
     throw new ValidationError(
       "INVALID_OPTION",
-      `invalid job id ${JSON.stringify(id)}: use a positive integer`,
+      `invalid job id ${describeValue(id)}: use a positive integer`,
     );
   }
   return s;
