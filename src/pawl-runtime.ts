@@ -425,7 +425,7 @@ export class Pawl extends PawlClient {
 
   private afterCancel(result: CancelResult): void {
     if (result.outcome !== "running-canceled") return;
-    this.runtime?.cancelRequested(result.job.id);
+    this.runtime?.canceledHere(result);
     if (result.job.pickedBy === this.nodeId) return;
     this.ensureCoordinator().then(
       (c) => c.notifyNewWork({ kind: "cancel", jobId: result.job.id, priority: 0, source: this.nodeId }),

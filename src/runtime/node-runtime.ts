@@ -12,6 +12,7 @@ import type { Logger } from "../logger.js";
 import { nodeMachine } from "../machines/node-machine.js";
 import type { PollingStrategyContext } from "../machines/polling-strategy-actor.js";
 import type { ClaimedJob } from "../store/claim-jobs.js";
+import type { CancelResult } from "../store/cancel-job.js";
 import type { JobStore } from "../store/job-store.js";
 import { finishAttempt } from "./finish-attempt.js";
 import { jobInfo, type JobRun } from "./job-run.js";
@@ -80,7 +81,10 @@ export class NodeRuntime {
   private readonly buffer = new Fifo<Buffered>();
   /** Attempts in flight by job id (including those in the buffer's hand-off). */
   readonly runs = new Map<string, JobRun>();
-  /** Jobs canceled while claimed but not yet started. */
+  /**
+   * Buffered jobs the store holds CANCELED (seen by a store read or written by this node's own cancel):
+   * their slot reads the store again before running them, and that read decides.
+   */
   readonly canceledLocally = new Set<string>();
   private draining = false;
   private stopping: Promise<number> | null = null;
@@ -133,10 +137,11 @@ export class NodeRuntime {
     });
     this.cancelCheck = new CancelCheck({
       runs: this.runs,
+      buffered: (id) => this.isBuffered(id),
       store: deps.store,
       clock,
       recheckMs: deps.options.cancelRecheckMs,
-      onCanceled: (id) => this.cancelRequested(id),
+      onCanceled: (id) => this.tellCanceled(id),
       onError: (error) => events.emit("error", { where: "cancel check", error: toError(error) }),
     });
     this.claimer = deps.createClaimer({
@@ -191,10 +196,15 @@ export class NodeRuntime {
     this.deps.events.emit("wakeup", hint ? { source, hint } : { source });
   }
 
-  /** A hint from another node (the Pawl subscribes to the coordinator and forwards them here). */
+  /**
+   * A hint from another node (the Pawl subscribes to the coordinator and forwards them here). A hint is a
+   * reason to read the store, never a command: a cancel hint only makes the cancel check read the named
+   * job's row (anyone who can write to the channel can forge one), and a work hint only makes the poller
+   * look sooner.
+   */
   handleHint(hint: WakeupHint): void {
     if (hint.kind === "cancel") {
-      if (hint.jobId) this.cancelRequested(hint.jobId);
+      if (hint.jobId) this.cancelCheck.hinted(hint.jobId);
       return;
     }
     // A hint about a job type this node does not run cannot give it work.
@@ -203,19 +213,32 @@ export class NodeRuntime {
     this.wake("coordinator", hint);
   }
 
-  /** A job was canceled (here or on another node): tell its attempt, or drop it from the buffer. */
-  cancelRequested(jobId: string): void {
+  /**
+   * This node's own `pawl.cancel()` wrote CANCELED on a RUNNING row: tell the attempt without reading the
+   * store again. It takes the store's result, not a job id, so nothing but a cancel this node wrote can
+   * reach it; cancels from elsewhere arrive through the cancel check's read.
+   */
+  canceledHere(result: CancelResult): void {
+    if (result.outcome === "running-canceled") this.tellCanceled(result.job.id);
+  }
+
+  /**
+   * The store holds this job CANCELED: tell its attempt, or mark it in the buffer (its slot reads the store
+   * again before running it). Reached only from a store read or this node's own cancel write.
+   */
+  private tellCanceled(jobId: string): void {
     const run = this.runs.get(jobId);
     if (run) {
       run.cancelRequested = true;
       this.actor(`slot-${run.slot}`)?.send({ type: "CANCEL" });
       return;
     }
-    if (this.lanes?.has(jobId)) {
-      this.canceledLocally.add(jobId);
-      return;
-    }
-    if (this.buffer.some((b) => b.job.id === jobId)) this.canceledLocally.add(jobId);
+    if (this.isBuffered(jobId)) this.canceledLocally.add(jobId);
+  }
+
+  /** Whether a job waits in the local buffer (or a queue lane's). */
+  private isBuffered(jobId: string): boolean {
+    return this.lanes?.has(jobId) === true || this.buffer.some((b) => b.job.id === jobId);
   }
 
   /**

@@ -121,7 +121,11 @@ export function taskImplementations(rt: NodeRuntime) {
       },
       checkCancellation: (_, slot) => {
         const run = runOf(slot);
-        if (run) check(run.claimed.id);
+        if (!run) return;
+        // The read decides, not the flag that sent the job here: a cancel the store holds sets it again
+        // when the read lands, and one told while the read is in flight sets it and keeps it.
+        run.cancelRequested = false;
+        check(run.claimed.id);
       },
       acquirePermit: (_, slot) => {
         const run = runOf(slot);
