@@ -16,6 +16,8 @@ import type { ListJobsFilter } from "./store/read-jobs.js";
 import type { DeadLetterFilter } from "./store/dead-letter.js";
 import type { MigrateResult } from "./store/migrate.js";
 import { validateJobId } from "./store/job-id.js";
+import { validateCancelReason } from "./store/cancel-job.js";
+import { validateDeadLetterFilter, validateFlowListFilter, validateFlowMemberLimit } from "./filter-input.js";
 import type { Queryable } from "./store/sql.js";
 import type { PawlEventEmitter } from "./events.js";
 import type { FlowListFilter } from "./store/flow-sql.js";
@@ -118,9 +120,9 @@ export class PawlClient {
       createPool(this.config.connectionString, this.config.maxConnections, this.config.logger, "pawl");
     this.store = new JobStore(this.pool, this.config.schema);
     this.dlq = {
-      list: (f) => this.store.listDead(f),
+      list: async (f) => this.store.listDead(validateDeadLetterFilter(f)),
       retry: async (ids) => {
-        const list = (typeof ids === "string" ? [ids] : ids).map(validateJobId);
+        const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
         const jobs = await this.store.retryDead(list);
         await this.hooks?.afterEnqueue(
           jobs.map((j) => ({ ...j, inserted: true })),
@@ -128,7 +130,7 @@ export class PawlClient {
         );
         return jobs;
       },
-      purge: (f) => this.store.purgeDead(f),
+      purge: async (f) => this.store.purgeDead(validateDeadLetterFilter(f)),
     };
   }
 
@@ -281,12 +283,12 @@ export class PawlClient {
 
   /** A flow with its counters and its first `memberLimit` members (default 1000); null when there is none. */
   async getFlow(id: string, memberLimit?: number): Promise<FlowDetail | null> {
-    return getFlow(this.composition, id, memberLimit);
+    return getFlow(this.composition, id, validateFlowMemberLimit(memberLimit));
   }
 
   /** Flows, newest first (`{ kind, state: "running" | "completed", limit }`). */
   async listFlows(filter?: FlowListFilter): Promise<Flow[]> {
-    return listFlows(this.composition, filter);
+    return listFlows(this.composition, validateFlowListFilter(filter));
   }
 
   /**
@@ -294,7 +296,7 @@ export class PawlClient {
    * Returns how many jobs were canceled. @throws FlowNotFoundError.
    */
   async cancelFlow(id: string, reason?: string): Promise<number> {
-    return cancelFlow(this.composition, id, reason);
+    return cancelFlow(this.composition, id, reason === undefined ? undefined : validateCancelReason(reason));
   }
 
   /**

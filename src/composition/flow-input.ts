@@ -12,6 +12,7 @@ import {
   type TypeDefaults,
 } from "../enqueue-input.js";
 import { PawlError, ValidationError } from "../errors.js";
+import { describeValue, storableText } from "../input-text.js";
 import { serializePayload } from "../payload.js";
 import type { Queryable } from "../store/sql.js";
 import type { FlowFailurePolicy, FlowKind } from "../store/flow-sql.js";
@@ -131,8 +132,9 @@ function fail(message: string): never {
 
 function label(value: unknown, what: string): string | null {
   if (value === undefined) return null;
+  if (typeof value === "string") storableText(what, value, "INVALID_FLOW");
   if (typeof value !== "string" || value.length === 0 || value.length > maxNameLength) {
-    fail(`invalid ${what} ${JSON.stringify(value)}: use 1-${maxNameLength} characters`);
+    fail(`invalid ${what} ${describeValue(value)}: use 1-${maxNameLength} characters`);
   }
   return value;
 }
@@ -262,7 +264,7 @@ export function planWorkflow(input: unknown, ctx: FlowBuildContext): FlowPlan {
   if (jobs.length > maxFlowMembers) fail(`a workflow has at most ${maxFlowMembers} jobs, got ${jobs.length}`);
   const policy = o.failurePolicy ?? "stop-dependents";
   if (policy !== "stop-dependents" && policy !== "continue") {
-    fail(`invalid failurePolicy ${JSON.stringify(policy)}: use stop-dependents or continue`);
+    fail(`invalid failurePolicy ${describeValue(policy)}: use stop-dependents or continue`);
   }
   const index = new Map<string, number>();
   const raws = jobs.map((raw, i) => {
@@ -281,9 +283,9 @@ export function planWorkflow(input: unknown, ctx: FlowBuildContext): FlowPlan {
       for (const d of j.dependsOn as unknown[]) {
         const at = typeof d === "string" ? index.get(d) : undefined;
         if (at === undefined)
-          fail(`${where} depends on ${JSON.stringify(d)}, which is not a job of this workflow`);
+          fail(`${where} depends on ${describeValue(d)}, which is not a job of this workflow`);
         if (d === name) fail(`${where} depends on itself`);
-        if (dependsOn.includes(at)) fail(`${where} lists ${JSON.stringify(d)} twice in dependsOn`);
+        if (dependsOn.includes(at)) fail(`${where} lists ${describeValue(d)} twice in dependsOn`);
         dependsOn.push(at);
       }
     }

@@ -5,6 +5,9 @@
  * runtime.
  */
 import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from "./job-row.js";
+import { ValidationError } from "../errors.js";
+import { storableText } from "../input-text.js";
+import { validateJobId } from "./job-id.js";
 import type { Queryable, Tables } from "./sql.js";
 
 /** What {@link cancelJob} did. */
@@ -17,13 +20,37 @@ export interface CancelResult {
   job: Job;
 }
 
-/** Cancels a job; null when no job has that id. */
+/** The longest cancel reason, in UTF-16 code units. */
+export const maxCancelReasonLength = 1000;
+
+/**
+ * Validates a cancel reason (of a job or a flow): a string PostgreSQL can store, at most
+ * {@link maxCancelReasonLength} long. @throws ValidationError `INVALID_OPTION`.
+ */
+export function validateCancelReason(reason: unknown): string {
+  const text = storableText("cancel reason", reason);
+  if (text.length > maxCancelReasonLength) {
+    throw new ValidationError(
+      "INVALID_OPTION",
+      `invalid cancel reason: it is ${text.length} characters, over the limit of ${maxCancelReasonLength}`,
+    );
+  }
+  return text;
+}
+
+/**
+ * Cancels a job; null when no job has that id.
+ *
+ * @throws ValidationError for a bad id or reason, before the statement runs.
+ */
 export async function cancelJob(
   db: Queryable,
   t: Tables,
   id: string,
   reason: string,
 ): Promise<CancelResult | null> {
+  validateJobId(id);
+  validateCancelReason(reason);
   const res = await db.query<JobRow & { previous_status: JobStatus }>(
     `WITH prev AS (SELECT id, status FROM ${t.jobs} WHERE id = $1 FOR UPDATE),
      upd AS (

@@ -1,5 +1,6 @@
 /** Reading jobs: one by id, a filtered page, and counts by status and type (bounded for metrics). */
 import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from "./job-row.js";
+import { validateListJobsFilter } from "../filter-input.js";
 import type { Queryable, Tables } from "./sql.js";
 
 /** Filters of {@link listJobs}. */
@@ -7,7 +8,7 @@ export interface ListJobsFilter {
   status?: JobStatus | readonly JobStatus[];
   type?: string;
   queue?: string;
-  /** At most this many, newest first (default 50, at most 1000). */
+  /** At most this many, newest first: an integer >= 1 (default 50, capped at 1000). */
   limit?: number;
   /** Only jobs with an id below this one (for paging). */
   beforeId?: string;
@@ -20,22 +21,28 @@ export async function getJob(db: Queryable, t: Tables, id: string): Promise<Job 
   return row ? jobFromRow(row) : null;
 }
 
-/** Lists jobs, newest first. */
-export async function listJobs(db: Queryable, t: Tables, f: ListJobsFilter = {}): Promise<Job[]> {
+/**
+ * Lists jobs, newest first.
+ *
+ * @throws ValidationError for a malformed filter (see {@link validateListJobsFilter}); nothing is read.
+ */
+export async function listJobs(db: Queryable, t: Tables, filter?: ListJobsFilter): Promise<Job[]> {
   const where: string[] = [];
   const values: unknown[] = [];
   const add = (sql: string, v: unknown) => {
     values.push(v);
     where.push(sql.replace("?", `$${values.length}`));
   };
-  if (f.status !== undefined) add("status = ANY(?::text[])", Array.isArray(f.status) ? f.status : [f.status]);
-  if (f.type !== undefined) add("type = ?", f.type);
-  if (f.queue !== undefined) add("queue = ?", f.queue);
-  if (f.beforeId !== undefined) add("id < ?::bigint", f.beforeId);
-  const limit = Math.min(1000, Math.max(1, f.limit ?? 50));
+  // Checked here, before the statement, so every caller (pawl.listJobs, the CLI, JobStore users) gets a
+  // ValidationError for a malformed filter instead of a database error or a silently empty page.
+  const v = validateListJobsFilter(filter);
+  if (v.status !== undefined) add("status = ANY(?::text[])", v.status);
+  if (v.type !== undefined) add("type = ?", v.type);
+  if (v.queue !== undefined) add("queue = ?", v.queue);
+  if (v.beforeId !== undefined) add("id < ?::bigint", v.beforeId);
   const res = await db.query<JobRow>(
     `SELECT ${jobColumns()} FROM ${t.jobs} ${where.length ? "WHERE " + where.join(" AND ") : ""}
-     ORDER BY id DESC LIMIT ${limit}`,
+     ORDER BY id DESC LIMIT ${v.limit}`,
     values,
   );
   return res.rows.map((r) => jobFromRow(r));
