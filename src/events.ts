@@ -108,6 +108,19 @@ export interface PawlEvents {
   "flow:created": { flowId: string; kind: "chain" | "batch" | "workflow"; total: number };
   /** Something failed inside the runtime; it was logged and the node carries on. */
   error: { where: string; error: Error };
+  /**
+   * A job returning to PENDING was CANCELED instead, because another live job holds its unique key
+   * (`cancelReason`: "duplicate: unique key held by live job <liveJobId>"). Emitted by the instance that
+   * made the change: `via` says which call (or the signal-timeout sweep).
+   */
+  "job:duplicate-canceled": {
+    jobId: string;
+    type: string;
+    queue: string;
+    uniqueKey: string;
+    liveJobId: string;
+    via: "dlq.retry" | "resume" | "signal" | "signal-timeout";
+  };
 }
 
 /** An event name. */

@@ -13,7 +13,7 @@ import type { EnqueuedJob } from "./store/enqueue-jobs.js";
 import type { Job } from "./store/job-row.js";
 import type { CancelResult } from "./store/cancel-job.js";
 import type { ListJobsFilter } from "./store/read-jobs.js";
-import type { DeadLetterFilter } from "./store/dead-letter.js";
+import type { DeadLetterFilter, RetriedJobs } from "./store/dead-letter.js";
 import type { MigrateResult } from "./store/migrate.js";
 import { validateJobId } from "./store/job-id.js";
 import { validateCancelReason } from "./store/cancel-job.js";
@@ -51,8 +51,12 @@ export type EnqueueItem = { type: string; payload?: unknown } & Omit<EnqueueOpti
 export interface DeadLetterQueue {
   /** DEAD jobs, newest first. */
   list(filter?: DeadLetterFilter): Promise<Job[]>;
-  /** Sends DEAD jobs back to PENDING with attempts reset; returns those that were DEAD. */
-  retry(ids: string | readonly string[]): Promise<Job[]>;
+  /**
+   * Sends DEAD jobs back to PENDING with attempts reset; returns those it sent back. A job whose unique key
+   * another live job holds is CANCELED instead (the live job wins): those are in the result's
+   * non-enumerable `duplicates`, never among the returned jobs, and the others are retried all the same.
+   */
+  retry(ids: string | readonly string[]): Promise<RetriedJobs>;
   /** Deletes DEAD jobs matching the filter; returns how many. */
   purge(filter?: DeadLetterFilter): Promise<number>;
 }
@@ -124,6 +128,9 @@ export class PawlClient {
       retry: async (ids) => {
         const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
         const jobs = await this.store.retryDead(list);
+        for (const d of jobs.duplicates) {
+          this.hooks?.events?.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
+        }
         await this.hooks?.afterEnqueue(
           jobs.map((j) => ({ ...j, inserted: true })),
           undefined,

@@ -17,6 +17,7 @@ import {
   type JobPauseResult,
   type PauseKind,
 } from "../store/pause-sql.js";
+import type { DuplicateCanceled } from "../store/return-to-pending.js";
 import { announce, inTransaction, type CompositionDeps } from "./deps.js";
 import { JobStateError } from "./errors.js";
 
@@ -39,6 +40,11 @@ export interface PauseResult {
   changed: boolean;
   /** Jobs moved to PAUSED (pause), or back to PENDING (resume). */
   jobs: number;
+  /**
+   * Resume only, and only when there are any: jobs CANCELED instead of resumed because another live job
+   * holds their unique key (the live job wins). The queue or type is resumed all the same.
+   */
+  duplicates?: DuplicateCanceled[];
 }
 
 function settle(id: string, r: JobPauseResult, action: "pause" | "resume"): Job {
@@ -65,11 +71,18 @@ export async function pauseJob(deps: CompositionDeps, id: string): Promise<Job> 
 
 /**
  * Resumes a job paused by {@link pauseJob}: PENDING again (or still PAUSED, by the pause, when its queue or
- * type is paused). @throws JobNotFoundError; JobStateError when it was not paused by pauseJob.
+ * type is paused). When another live job took its unique key while it was paused, the live job wins: it is
+ * returned CANCELED, its `cancelReason` naming the live job, and `job:duplicate-canceled` is emitted.
+ * @throws JobNotFoundError; JobStateError when it was not paused by pauseJob.
  */
 export async function resumeJob(deps: CompositionDeps, id: string): Promise<Job> {
   const jobId = validateJobId(id);
-  const job = settle(jobId, await resumeOneJob(deps.store.pool, deps.store.tables, jobId), "resume");
+  const result = await resumeOneJob(deps.store.pool, deps.store.tables, jobId);
+  const job = settle(jobId, result, "resume");
+  if ("duplicate" in result && result.duplicate) {
+    deps.events?.emit("job:duplicate-canceled", { ...result.duplicate, via: "resume" });
+    return job;
+  }
   deps.events?.emit("job:resumed", { jobId, type: job.type, queue: job.queue, status: job.status });
   if (job.status === "PENDING")
     await announce(deps, [{ ...job, scheduledTime: new Date() }], undefined, true);
@@ -106,6 +119,8 @@ async function change(
     throw error;
   }
   const out: PauseResult = { kind, name, changed: result.changed, jobs: result.jobs };
+  if (result.duplicates.length > 0) out.duplicates = result.duplicates;
+  for (const d of result.duplicates) deps.events?.emit("job:duplicate-canceled", { ...d, via: "resume" });
   deps.events?.emit(resume ? "queue:resumed" : "queue:paused", out);
   if (resume && result.jobs > 0) {
     // Wake this node and the others for the released work: one announcement per job type (a few at most).

@@ -22,6 +22,7 @@ import {
   type WokenJob,
 } from "../store/signal-sql.js";
 import { readJobComposition, type JobCompositionRow } from "../store/flow-sql.js";
+import type { DuplicateCanceled } from "../store/return-to-pending.js";
 import type { OutcomeSink } from "../runtime/outcome-writer.js";
 import { announce, type CompositionDeps } from "./deps.js";
 import { JobNotWaitingError } from "./errors.js";
@@ -29,8 +30,13 @@ import { JobNotWaitingError } from "./errors.js";
 /** What {@link signalJob} did. */
 export interface SignalResult {
   jobId: string;
-  /** PENDING: it will run next; PAUSED: a queue or type pause holds it (it runs once resumed). */
-  status: "PENDING" | "PAUSED";
+  /**
+   * PENDING: it will run next; PAUSED: a queue or type pause holds it (it runs once resumed); CANCELED:
+   * another live job holds its unique key, so it was canceled instead of woken (see `liveJobId`).
+   */
+  status: "PENDING" | "PAUSED" | "CANCELED";
+  /** Set when `status` is CANCELED: the live job that holds the unique key. */
+  liveJobId?: string;
 }
 
 async function wake(deps: CompositionDeps, jobs: readonly WokenJob[]): Promise<void> {
@@ -43,9 +49,19 @@ async function wake(deps: CompositionDeps, jobs: readonly WokenJob[]): Promise<v
   );
 }
 
+function reportDuplicates(
+  deps: CompositionDeps,
+  duplicates: readonly DuplicateCanceled[],
+  via: "signal" | "signal-timeout",
+): void {
+  for (const d of duplicates) deps.events?.emit("job:duplicate-canceled", { ...d, via });
+}
+
 /**
  * Delivers `payload` to a job parked by `ctx.waitForSignal()`: it becomes PENDING, due now, and its next
  * run (on any node) receives the payload. The local poller is woken and a hint goes to the other nodes.
+ * When another live job took the job's unique key while it was parked, the live job wins: the parked job is
+ * CANCELED instead (status `CANCELED`, with `liveJobId`) and the signal is dropped.
  *
  * @throws JobNotFoundError when no job has this id; JobNotWaitingError (code `NOT_WAITING`) when the
  *   job is not parked for a signal (finished, not at its wait yet, or waiting for its flow).
@@ -58,6 +74,10 @@ export async function signalJob(deps: CompositionDeps, id: string, payload: unkn
     if (result.refused === null) throw new JobNotFoundError(jobId);
     throw new JobNotWaitingError(jobId, result.refused);
   }
+  if ("duplicate" in result) {
+    reportDuplicates(deps, [result.duplicate], "signal");
+    return { jobId, status: "CANCELED", liveJobId: result.duplicate.liveJobId };
+  }
   const { woken } = result;
   deps.events?.emit("job:signaled", { jobId, type: woken.type, queue: woken.queue, status: woken.status });
   await wake(deps, [woken]);
@@ -68,6 +88,8 @@ export async function signalJob(deps: CompositionDeps, id: string, payload: unkn
 export interface SweepResult {
   /** Jobs whose wait timed out (made runnable with no payload). */
   timedOut: WokenJob[];
+  /** Jobs whose wait timed out but were CANCELED instead: another live job holds their unique key. */
+  duplicates: DuplicateCanceled[];
   /** Milliseconds until the next known deadline, or null when no parked job has one. */
   nextDeadlineMs: number | null;
 }
@@ -104,11 +126,14 @@ export class SignalSweeper {
   async runOnce(): Promise<SweepResult> {
     const { store } = this.o.deps;
     const timedOut: WokenJob[] = [];
+    const duplicates: DuplicateCanceled[] = [];
     for (;;) {
-      const rows = await timeOutWaits(store.pool, store.tables, this.batch);
-      timedOut.push(...rows);
-      if (rows.length < this.batch) break;
+      const done = await timeOutWaits(store.pool, store.tables, this.batch);
+      timedOut.push(...done.woken);
+      duplicates.push(...done.duplicates);
+      if (done.woken.length + done.duplicates.length < this.batch) break;
     }
+    reportDuplicates(this.o.deps, duplicates, "signal-timeout");
     for (const j of timedOut) {
       this.o.deps.events?.emit("job:signal-timeout", {
         jobId: j.id,
@@ -118,7 +143,7 @@ export class SignalSweeper {
       });
     }
     if (timedOut.length > 0) await wake(this.o.deps, timedOut);
-    return { timedOut, nextDeadlineMs: await nextWaitDeadlineMs(store.pool, store.tables) };
+    return { timedOut, duplicates, nextDeadlineMs: await nextWaitDeadlineMs(store.pool, store.tables) };
   }
 
   /** Starts the loop (first sweep at once). */

@@ -3,6 +3,13 @@
  * errors in status DEAD until someone retries or purges them.
  */
 import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
+import {
+  duplicateOf,
+  returnCtes,
+  runReturn,
+  type DuplicateCanceled,
+  type ReturnedRow,
+} from "./return-to-pending.js";
 import type { Queryable, Tables } from "./sql.js";
 
 /** Filters for listing and purging dead jobs. */
@@ -27,20 +34,42 @@ export async function listDead(db: Queryable, t: Tables, f: DeadLetterFilter = {
 }
 
 /**
- * Sends DEAD jobs back to PENDING, due now, with attempts reset (their errors are kept). Returns the jobs
- * that were DEAD and are PENDING now.
+ * What {@link retryDead} did: the jobs it sent back (PENDING, or PAUSED when a queue or type pause holds
+ * them), as an array, so callers that read it as `Job[]` keep working. `duplicates` lists the jobs it
+ * CANCELED instead because a live job holds their unique key (see ./return-to-pending.ts); it is not
+ * enumerable, so it stays out of JSON and of deep equality with a plain array.
  */
-export async function retryDead(db: Queryable, t: Tables, ids: readonly string[]): Promise<Job[]> {
-  if (ids.length === 0) return [];
-  const res = await db.query<JobRow>(
-    `UPDATE ${t.jobs}
-     SET status = 'PENDING', attempts = 0, scheduled_time = now(), finished_at = NULL,
-         picked_by = NULL, picked_at = NULL, updated_at = now()
-     WHERE id = ANY($1::bigint[]) AND status = 'DEAD'
-     RETURNING ${jobColumns()}`,
-    [ids],
-  );
-  return res.rows.map((r) => jobFromRow(r));
+export type RetriedJobs = Job[] & { readonly duplicates: readonly DuplicateCanceled[] };
+
+/**
+ * Sends DEAD jobs back to PENDING, due now, with attempts reset (their errors are kept). A job whose
+ * unique key a live job holds is CANCELED instead and reported in `duplicates`; the others go back all
+ * the same. Ids that were not DEAD are in neither list.
+ */
+export async function retryDead(db: Queryable, t: Tables, ids: readonly string[]): Promise<RetriedJobs> {
+  const retried: Job[] = [];
+  const duplicates: DuplicateCanceled[] = [];
+  if (ids.length > 0) {
+    const ctes = returnCtes(t, {
+      pick: `FROM ${t.jobs} j WHERE j.id = ANY($1::bigint[]) AND j.status = 'DEAD'`,
+      set: `attempts = 0, scheduled_time = now(), finished_at = NULL, picked_by = NULL, picked_at = NULL,
+            updated_at = now()`,
+      returning: jobColumns("j"),
+    });
+    const rows = await runReturn<JobRow & ReturnedRow>(db, {
+      text: `${ctes} SELECT * FROM returned UNION ALL SELECT * FROM duplicates`,
+      values: [ids],
+    });
+    for (const row of rows) {
+      const duplicate = duplicateOf(row);
+      if (duplicate) duplicates.push(duplicate);
+      else retried.push(jobFromRow(row));
+    }
+  }
+  return Object.defineProperty(retried, "duplicates", {
+    value: duplicates,
+    enumerable: false,
+  }) as RetriedJobs;
 }
 
 /** Deletes DEAD jobs matching the filter; returns how many. */

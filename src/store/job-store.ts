@@ -7,7 +7,7 @@ import type pg from "pg";
 import type { NewJob } from "../enqueue-input.js";
 import { cancelJob, canceledAmong, type CancelResult } from "./cancel-job.js";
 import { claimJobs, loadPayloads, type ClaimArgs, type ClaimedJob } from "./claim-jobs.js";
-import { listDead, purgeDead, retryDead, type DeadLetterFilter } from "./dead-letter.js";
+import { listDead, purgeDead, retryDead, type DeadLetterFilter, type RetriedJobs } from "./dead-letter.js";
 import { enqueueJobs, type EnqueuedJob } from "./enqueue-jobs.js";
 import {
   completeJobs,
@@ -120,7 +120,7 @@ export class JobStore {
   }
 
   /** Sends dead jobs back to PENDING with attempts reset. */
-  retryDead(ids: readonly string[]): Promise<Job[]> {
+  retryDead(ids: readonly string[]): Promise<RetriedJobs> {
     return retryDead(this.pool, this.tables, ids);
   }
 

@@ -15,9 +15,17 @@
  * resume drops them), so the write path pays nothing for pauses nobody uses. Because they are DDL, pausing
  * needs the role that owns the tables (the one that ran the migrations), and waits at most
  * {@link pauseLockTimeoutMs} for the lock. Resuming reverses the three steps for the rows whose pause
- * it lifts; rows still held by another pause (the job's type as well as its queue) stay PAUSED.
+ * it lifts; rows still held by another pause (the job's type as well as its queue) stay PAUSED, and rows
+ * whose unique key a live job holds are CANCELED (the rule of ./return-to-pending.ts).
  */
 import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
+import {
+  duplicateOf,
+  returnCtes,
+  runReturn,
+  type DuplicateCanceled,
+  type ReturnedRow,
+} from "./return-to-pending.js";
 import type { Queryable, Tables } from "./sql.js";
 
 /** The pause table of a schema. */
@@ -64,16 +72,18 @@ async function dropTriggersIfUnused(db: Queryable, t: Tables): Promise<void> {
 }
 
 /**
- * The SET list of a resume: PENDING, due no earlier than now (the time spent paused is not waiting time
- * for the age boost, and a due time past the claim cursors' floors lets every node's next discovery pass
- * find it), or still PAUSED (attributed to the pause that still holds it).
+ * The return rule of a resume (./return-to-pending.ts) for the rows `where` picks: PENDING, due no earlier
+ * than now (the time spent paused is not waiting time for the age boost, and a due time past the claim
+ * cursors' floors lets every node's next discovery pass find it); still PAUSED (attributed to the pause
+ * that still holds it); or CANCELED when a live job holds its unique key.
  */
-function resumeSet(t: Tables): string {
-  const rule = `${t.s}.pawl_pause_rule(j.queue, j.type)`;
-  return `status = CASE WHEN ${rule} IS NULL THEN 'PENDING' ELSE 'PAUSED' END,
-         paused_by = ${rule},
-         scheduled_time = CASE WHEN ${rule} IS NULL THEN greatest(j.scheduled_time, now()) ELSE j.scheduled_time END,
-         updated_at = now()`;
+function resumeCtes(t: Tables, where: string): string {
+  return returnCtes(t, {
+    pick: `FROM ${t.jobs} j WHERE ${where}`,
+    set: `scheduled_time = CASE WHEN d.pause IS NULL THEN greatest(j.scheduled_time, now()) ELSE j.scheduled_time END,
+          updated_at = now()`,
+    returning: jobColumns("j"),
+  });
 }
 
 /** What a pause or resume of a queue or type did. */
@@ -84,6 +94,8 @@ export interface PauseChange {
   jobs: number;
   /** The job types of the rows made PENDING (resume only). */
   types: string[];
+  /** Jobs CANCELED instead of resumed because a live job holds their unique key (resume only). */
+  duplicates: DuplicateCanceled[];
 }
 
 /**
@@ -109,7 +121,7 @@ export async function pauseRule(
      WHERE status = 'PENDING' AND ${column} = $1`,
     [name, kind],
   );
-  return { changed: (ins.rowCount ?? 0) > 0, jobs: moved.rowCount ?? 0, types: [] };
+  return { changed: (ins.rowCount ?? 0) > 0, jobs: moved.rowCount ?? 0, types: [], duplicates: [] };
 }
 
 /** Resumes a queue or a job type (same transaction rule as {@link pauseRule}). */
@@ -122,20 +134,24 @@ export async function resumeRule(
   for (const sql of lockSql(t)) await db.query(sql);
   const del = await db.query(`DELETE FROM ${pauseTable(t)} WHERE kind = $1 AND name = $2`, [kind, name]);
   const column = kind === "queue" ? "queue" : "type";
-  // Rows another pause still holds stay PAUSED (and are re-attributed to it).
-  const moved = await db.query<{ status: string; type: string }>(
-    `UPDATE ${t.jobs} j
-     SET ${resumeSet(t)}
-     WHERE j.status = 'PAUSED' AND j.paused_by IN ('queue', 'type') AND j.${column} = $1
-     RETURNING j.status, j.type`,
-    [name],
+  // Rows another pause still holds stay PAUSED (and are re-attributed to it). The job table is locked, so
+  // no enqueue can race the rule here; the savepoint retry is there all the same.
+  const rows = await runReturn<JobRow & ReturnedRow>(
+    db,
+    {
+      text: `${resumeCtes(t, `j.status = 'PAUSED' AND j.paused_by IN ('queue', 'type') AND j.${column} = $1`)}
+             SELECT * FROM returned UNION ALL SELECT * FROM duplicates`,
+      values: [name],
+    },
+    true,
   );
   await dropTriggersIfUnused(db, t);
-  const pending = moved.rows.filter((r) => r.status === "PENDING");
+  const pending = rows.filter((r) => r.status === "PENDING");
   return {
     changed: (del.rowCount ?? 0) > 0,
     jobs: pending.length,
     types: [...new Set(pending.map((r) => r.type))],
+    duplicates: rows.map(duplicateOf).filter((d) => d !== null),
   };
 }
 
@@ -160,8 +176,11 @@ export async function listPauses(db: Queryable, t: Tables): Promise<PauseRow[]> 
   return res.rows;
 }
 
-/** The result of pausing or resuming one job: the job after the call, or the status that refused it. */
-export type JobPauseResult = { job: Job } | { refused: string | null };
+/**
+ * The result of pausing or resuming one job: the job after the call (CANCELED, with `duplicate` set, when
+ * a resume found its unique key held by a live job), or the status that refused it (null: no such job).
+ */
+export type JobPauseResult = { job: Job; duplicate: DuplicateCanceled | null } | { refused: string | null };
 
 /** Pauses one PENDING job (PAUSED by `job`). */
 export async function pauseOneJob(db: Queryable, t: Tables, id: string): Promise<JobPauseResult> {
@@ -169,35 +188,44 @@ export async function pauseOneJob(db: Queryable, t: Tables, id: string): Promise
     db,
     t,
     id,
-    `UPDATE ${t.jobs} j SET status = 'PAUSED', paused_by = 'job', updated_at = now()
-     WHERE j.id = $1 AND j.status = 'PENDING'`,
+    `WITH moved AS (
+       UPDATE ${t.jobs} j SET status = 'PAUSED', paused_by = 'job', updated_at = now()
+       WHERE j.id = $1 AND j.status = 'PENDING'
+       RETURNING ${jobColumns("j")}, NULL::text AS live_job_id)`,
   );
 }
 
-/** Resumes one job paused by pauseJob: PENDING, or still PAUSED (by the rule) when a queue or type pause holds it. */
+/**
+ * Resumes one job paused by pauseJob: PENDING, or still PAUSED (by the rule) when a queue or type pause
+ * holds it, or CANCELED when a live job holds its unique key.
+ */
 export async function resumeOneJob(db: Queryable, t: Tables, id: string): Promise<JobPauseResult> {
   return onOne(
     db,
     t,
     id,
-    `UPDATE ${t.jobs} j
-     SET ${resumeSet(t)}
-     WHERE j.id = $1 AND j.status = 'PAUSED' AND j.paused_by = 'job'`,
+    `${resumeCtes(t, `j.id = $1 AND j.status = 'PAUSED' AND j.paused_by = 'job'`)},
+     moved AS (SELECT * FROM returned UNION ALL SELECT * FROM duplicates)`,
   );
 }
 
-async function onOne(db: Queryable, t: Tables, id: string, update: string): Promise<JobPauseResult> {
-  const res = await db.query<JobRow & { current: string | null }>(
-    `WITH u AS (${update} RETURNING ${jobColumns("j")})
-     SELECT u.*, NULL AS current FROM u
+/**
+ * Runs `ctes` (whose CTE `moved` returns the job's row if it changed, with `live_job_id`) and, when it did
+ * not change, reads the status that refused it, in the same statement. A resume that lost a unique key
+ * to a concurrent enqueue runs again (see {@link runReturn}).
+ */
+async function onOne(db: Queryable, t: Tables, id: string, ctes: string): Promise<JobPauseResult> {
+  const rows = await runReturn<JobRow & ReturnedRow & { current: string | null }>(db, {
+    text: `${ctes}
+     SELECT m.*, NULL AS current FROM moved m
      UNION ALL
-     SELECT ${jobColumns("j")},
+     SELECT ${jobColumns("j")}, NULL::text,
             CASE WHEN j.status = 'PAUSED' THEN 'PAUSED by its ' || j.paused_by ELSE j.status END
-     FROM ${t.jobs} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM u)`,
-    [id],
-  );
-  const row = res.rows[0];
+     FROM ${t.jobs} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
+    values: [id],
+  });
+  const row = rows[0];
   if (!row) return { refused: null };
   if (row.current !== null) return { refused: row.current };
-  return { job: jobFromRow(row) };
+  return { job: jobFromRow(row), duplicate: duplicateOf(row) };
 }

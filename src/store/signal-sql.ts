@@ -8,7 +8,17 @@
  *   when a queue or type pause holds it), due now, with the payload stored for its next run.
  * - **time out**: the sweep makes parked jobs whose deadline passed runnable the same way, with no
  *   payload. A partial index holds only parked rows, so the sweep costs nothing when none waits.
+ *
+ * Deliver and time out follow the unique-key rule of ./return-to-pending.ts: a parked job whose key a live
+ * job took meanwhile is CANCELED instead of woken.
  */
+import {
+  duplicateOf,
+  returnCtes,
+  runReturn,
+  type DuplicateCanceled,
+  type ReturnedRow,
+} from "./return-to-pending.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 /** A job to park: its id and how long it may wait (null: until a signal comes). */
@@ -51,14 +61,44 @@ export interface WokenJob {
   status: "PENDING" | "PAUSED";
 }
 
-/** The result of {@link deliverSignal}: the woken job, or the status that refused the signal (null: no job). */
-export type DeliverResult = { woken: WokenJob } | { refused: string | null };
+/**
+ * The result of {@link deliverSignal}: the woken job; or the job CANCELED instead because a live job holds
+ * its unique key; or the status that refused the signal (null: no job).
+ */
+export type DeliverResult =
+  { woken: WokenJob } | { duplicate: DuplicateCanceled } | { refused: string | null };
 
-/** The runnable status and pause of a row being released: PENDING, or PAUSED when a pause holds it. */
-const releaseSet = (alias: string, t: Tables) =>
-  `status = CASE WHEN ${t.s}.pawl_pause_rule(${alias}.queue, ${alias}.type) IS NULL THEN 'PENDING' ELSE 'PAUSED' END,
-   paused_by = ${t.s}.pawl_pause_rule(${alias}.queue, ${alias}.type),
-   scheduled_time = now(), signal_deadline = NULL, signaled_at = now(), updated_at = now()`;
+/** What one timeout statement did: the jobs woken, and those CANCELED because a live job holds their key. */
+export interface TimedOutWaits {
+  woken: WokenJob[];
+  duplicates: DuplicateCanceled[];
+}
+
+const wokenColumns = "j.id, j.type, j.queue, j.priority, j.status, j.unique_key";
+
+/**
+ * The return statement (./return-to-pending.ts) of parked jobs picked by `pick`: runnable (PENDING, or
+ * PAUSED when a pause holds it), due now, with `signalSet` applied; CANCELED when a live job holds its
+ * unique key.
+ */
+function releaseCtes(t: Tables, pick: string, signalSet: string, skipLocked = false): string {
+  return returnCtes(t, {
+    pick,
+    skipLocked,
+    set: `scheduled_time = now(), signal_deadline = NULL, signaled_at = now(), updated_at = now(), ${signalSet}`,
+    returning: wokenColumns,
+  });
+}
+
+type WokenRow = WokenJob & ReturnedRow;
+
+const woken = (r: WokenRow): WokenJob => ({
+  id: r.id,
+  type: r.type,
+  queue: r.queue,
+  priority: r.priority,
+  status: r.status,
+});
 
 /** Delivers a signal to a job parked for one. One statement; a refused signal reports the job's status. */
 export async function deliverSignal(
@@ -67,49 +107,59 @@ export async function deliverSignal(
   id: string,
   payloadJson: string,
 ): Promise<DeliverResult> {
+  const ctes = releaseCtes(
+    t,
+    `FROM ${t.jobs} j WHERE j.id = $1 AND j.status = 'WAITING' AND j.signal_state = 'waiting'`,
+    `signal_state = 'delivered', signal_payload = $2::jsonb`,
+  );
   const stmt = named(
     t,
     "signal_deliver",
-    `WITH woken AS (
-       UPDATE ${t.jobs} j
-       SET ${releaseSet("j", t)}, signal_state = 'delivered', signal_payload = $2::jsonb
-       WHERE j.id = $1 AND j.status = 'WAITING' AND j.signal_state = 'waiting'
-       RETURNING j.id, j.type, j.queue, j.priority, j.status
-     )
-     SELECT w.id, w.type, w.queue, w.priority, w.status, NULL AS current FROM woken w
+    `${ctes}, moved AS (SELECT * FROM returned UNION ALL SELECT * FROM duplicates)
+     SELECT m.*, NULL AS current FROM moved m
      UNION ALL
-     SELECT NULL, NULL, NULL, NULL, NULL,
+     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL,
             CASE WHEN j.status = 'WAITING' THEN 'WAITING (for its flow dependencies)' ELSE j.status END
-     FROM ${t.jobs} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM woken)`,
+     FROM ${t.jobs} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
   );
-  const res = await db.query<WokenJob & { current: string | null; id: string | null }>(
+  const rows = await runReturn<WokenRow & { current: string | null; id: string | null }>(
+    db,
     stmt([id, payloadJson]),
   );
-  const row = res.rows[0];
+  const row = rows[0];
   if (!row) return { refused: null };
   if (row.id === null) return { refused: row.current };
-  return {
-    woken: { id: row.id, type: row.type, queue: row.queue, priority: row.priority, status: row.status },
-  };
+  const duplicate = duplicateOf(row as WokenRow);
+  return duplicate ? { duplicate } : { woken: woken(row as WokenRow) };
 }
 
-/** Wakes up to `limit` parked jobs whose deadline passed (no payload). Concurrent sweeps skip each other's rows. */
-export async function timeOutWaits(db: Queryable, t: Tables, limit: number): Promise<WokenJob[]> {
+/**
+ * Wakes up to `limit` parked jobs whose deadline passed (no payload); those whose unique key a live job
+ * holds are CANCELED instead, so they never hold up the jobs due after them. Concurrent sweeps skip each
+ * other's rows.
+ */
+export async function timeOutWaits(db: Queryable, t: Tables, limit: number): Promise<TimedOutWaits> {
+  const ctes = releaseCtes(
+    t,
+    `FROM ${t.jobs} j
+     WHERE j.status = 'WAITING' AND j.signal_state = 'waiting' AND j.signal_deadline <= now()
+     ORDER BY j.signal_deadline LIMIT $1`,
+    `signal_state = 'timeout', signal_payload = NULL`,
+    true,
+  );
   const stmt = named(
     t,
     "signal_timeout",
-    `UPDATE ${t.jobs} j
-     SET ${releaseSet("j", t)}, signal_state = 'timeout', signal_payload = NULL
-     WHERE j.id = ANY(ARRAY(
-       SELECT id FROM ${t.jobs}
-       WHERE status = 'WAITING' AND signal_state = 'waiting' AND signal_deadline <= now()
-       ORDER BY signal_deadline LIMIT $1
-       FOR UPDATE SKIP LOCKED))
-       AND j.status = 'WAITING' AND j.signal_state = 'waiting'
-     RETURNING j.id, j.type, j.queue, j.priority, j.status`,
+    `${ctes} SELECT * FROM returned UNION ALL SELECT * FROM duplicates`,
   );
-  const res = await db.query<WokenJob>(stmt([limit]));
-  return res.rows;
+  const rows = await runReturn<WokenRow>(db, stmt([limit]));
+  const out: TimedOutWaits = { woken: [], duplicates: [] };
+  for (const row of rows) {
+    const duplicate = duplicateOf(row);
+    if (duplicate) out.duplicates.push(duplicate);
+    else out.woken.push(woken(row));
+  }
+  return out;
 }
 
 /** Milliseconds (database time) until the earliest parked job's deadline, or null when none has one. */
