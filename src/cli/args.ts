@@ -1,10 +1,13 @@
 /**
  * A small argument layer over node:util parseArgs: option specs that also carry their help text, a
  * strict parse that turns node's parse errors into {@link UsageError}s, and converters for the value
- * shapes the commands take (integers, ISO times, JSON). A value that cannot be read at all is a usage
- * error (exit 2); a value that reads fine but pawl refuses (priority 101) is pawl's ValidationError (exit 1).
+ * shapes the commands take (integers, ids, ISO times, JSON). A value that cannot be read at all (`abc` as
+ * an id, `ten` as a limit, a URL that is not one) is a usage error (exit 2); a value that reads fine but
+ * pawl refuses (priority 101) is pawl's ValidationError (exit 1).
  */
 import { parseArgs } from "node:util";
+import { ValidationError } from "../errors.js";
+import { validateJobId } from "../store/job-id.js";
 
 /** Bad command-line input: main prints the message and the usage line and exits with 2. */
 export class UsageError extends Error {
@@ -117,6 +120,21 @@ export function timeValue(option: string, raw: string): Date {
     );
   }
   return d;
+}
+
+/**
+ * Reads a job or flow id (a positive integer) with pawl's own id check, so the CLI and the API agree.
+ *
+ * @param what the argument as the usage line names it, e.g. `<id>`.
+ * @throws UsageError naming the argument when the text is not an id.
+ */
+export function idValue(what: string, raw: string): string {
+  try {
+    return validateJobId(raw);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new UsageError(`${what} takes an id (a positive integer), not ${JSON.stringify(raw)}`);
+  }
 }
 
 /** Parses a JSON argument. @throws UsageError naming the argument when it is not JSON. */

@@ -2,7 +2,8 @@
  * The `pawl` command line. main() picks a command from the table in commands/ by its leading words,
  * parses the rest strictly, runs it against one pawl instance, and maps outcomes to exit codes:
  * 0 done, 1 pawl refused (a PawlError, printed with its code) or the database failed, 2 bad arguments
- * (printed with the usage line). User errors never print a stack trace; set PAWL_DEBUG=1 to see one for
+ * (printed with the usage line: anything that cannot be read as what it stands for, ids and the database
+ * URL included). User errors never print a stack trace; set PAWL_DEBUG=1 to see one for
  * unexpected errors.
  */
 import { createPawl } from "../index.js";
@@ -11,6 +12,7 @@ import type { PawlClient } from "../pawl.js";
 import { parse, stringOpt, UsageError } from "./args.js";
 import type { CliIo, Command, CommandContext } from "./command.js";
 import { commands } from "./commands/index.js";
+import { checkDatabaseUrl } from "./database-url.js";
 import { commandHelp, globalHelp, globalOptions, groupHelp } from "./help.js";
 
 export type { CliIo } from "./command.js";
@@ -137,17 +139,23 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
     if (n < min) throw new UsageError(`missing ${names.split(" ").slice(n).join(" ") || "arguments"}`);
     if (n > max) throw new UsageError(`unexpected argument ${JSON.stringify(args.positionals[max])}`);
 
-    const connectionString = stringOpt(args, "database-url") ?? env.DATABASE_URL;
+    const urlOption = stringOpt(args, "database-url");
+    const connectionString = urlOption ?? env.DATABASE_URL;
     const schema = stringOpt(args, "schema") ?? env.PAWL_SCHEMA;
     const ctx: CommandContext = {
       out,
       err,
-      pawl: () =>
-        (pawl ??= createPawl({
+      pawl: () => {
+        // Checked when a command first needs the database (inspect never does), before any connection.
+        if (pawl === undefined && connectionString) {
+          checkDatabaseUrl(connectionString, urlOption === undefined ? "DATABASE_URL" : "--database-url");
+        }
+        return (pawl ??= createPawl({
           ...(connectionString ? { connectionString } : {}),
           ...(schema ? { schema } : {}),
           maxConnections: 2,
-        })),
+        }));
+      },
     };
     return await command.run(ctx, args);
   } catch (error) {

@@ -278,8 +278,8 @@ describe("jobs, job and cancel", () => {
     expect(missing).toMatchObject({ code: 1, stdout: "" });
     expect(missing.stderr).toBe("pawl: no job with id 987654321 (JOB_NOT_FOUND)\n");
     const bad = await pawlCli("job", "abc");
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain("(INVALID_OPTION)");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('<id> takes an id (a positive integer), not "abc"');
   });
 
   it("cancels a job with a reason, and leaves a finished one alone", async () => {

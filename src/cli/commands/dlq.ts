@@ -1,7 +1,6 @@
 /** The dead letter queue: `pawl dlq list`, `pawl dlq retry <id...>`, `pawl dlq purge --yes`. */
-import { validateJobId } from "../../store/job-id.js";
 import type { DeadLetterFilter } from "../../store/dead-letter.js";
-import { flagOpt, jsonOption, stringOpt, timeValue, UsageError } from "../args.js";
+import { flagOpt, idValue, jsonOption, stringOpt, timeValue, UsageError } from "../args.js";
 import type { Command } from "../command.js";
 import { deadTable, json, plural } from "../format.js";
 import { limitOption, readLimit } from "./jobs.js";
@@ -38,7 +37,7 @@ export const dlqRetryCommand: Command = {
   options: { ...jsonOption },
   positionals: { min: 1, max: 1000, names: "<id...>" },
   async run(ctx, args) {
-    const ids = [...new Set(args.positionals.map(validateJobId))];
+    const ids = [...new Set(args.positionals.map((raw) => idValue("<id...>", raw)))];
     const jobs = await ctx.pawl().dlq.retry(ids);
     const retried = new Set(jobs.map((j) => j.id));
     const missed = ids.filter((id) => !retried.has(id));

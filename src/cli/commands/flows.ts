@@ -7,7 +7,7 @@
 import type { Flow, FlowDetail } from "../../composition/flows.js";
 import type { Pause } from "../../composition/pause.js";
 import type { FlowKind } from "../../store/flow-sql.js";
-import { flagOpt, intValue, jsonOption, jsonValue, stringOpt, UsageError } from "../args.js";
+import { flagOpt, idValue, intValue, jsonOption, jsonValue, stringOpt, UsageError } from "../args.js";
 import type { Command } from "../command.js";
 import { cell, iso, json, jobsTable, plural, table } from "../format.js";
 import { limitOption, readLimit } from "./jobs.js";
@@ -123,7 +123,7 @@ export const flowCommand: Command = {
   },
   positionals: { min: 1, max: 1, names: "<id>" },
   async run(ctx, args) {
-    const id = args.positionals[0] as string;
+    const id = idValue("<id>", args.positionals[0] as string);
     const raw = stringOpt(args, "members");
     const members = raw === undefined ? 50 : intValue("members", raw, { min: 0, max: 10_000 });
     const flow = await ctx.pawl().getFlow(id, members);
@@ -147,7 +147,8 @@ export const signalCommand: Command = {
   options: { ...jsonOption },
   positionals: { min: 1, max: 2, names: "<id> [json]" },
   async run(ctx, args) {
-    const [id, raw] = args.positionals as [string, string | undefined];
+    const [rawId, raw] = args.positionals as [string, string | undefined];
+    const id = idValue("<id>", rawId);
     const payload = raw === undefined ? null : jsonValue("the signal payload", raw);
     const result = await ctx.pawl().signal(id, payload);
     ctx.out(flagOpt(args, "json") ? json(result) : `signaled job ${id}: now ${result.status}`);
@@ -181,10 +182,11 @@ function pauseCommand(resume: boolean): Command {
     positionals: { min: 2, max: 2, names: "job|queue|type <id|name>" },
     async run(ctx, args) {
       const [what, name] = args.positionals as [string, string];
-      const pawl = ctx.pawl();
       const kind = target(what);
+      const id = kind === "job" ? idValue("<id>", name) : name;
+      const pawl = ctx.pawl();
       if (kind === "job") {
-        const job = resume ? await pawl.resumeJob(name) : await pawl.pauseJob(name);
+        const job = resume ? await pawl.resumeJob(id) : await pawl.pauseJob(id);
         ctx.out(flagOpt(args, "json") ? json(job) : `${verb}d job ${job.id}: now ${job.status}`);
         return 0;
       }

@@ -2,7 +2,16 @@
 import { JobNotFoundError } from "../../errors.js";
 import { jobStatuses, type JobStatus } from "../../store/job-row.js";
 import type { ListJobsFilter } from "../../store/read-jobs.js";
-import { flagOpt, intValue, jsonOption, listValue, stringOpt, UsageError, type ParsedArgs } from "../args.js";
+import {
+  flagOpt,
+  idValue,
+  intValue,
+  jsonOption,
+  listValue,
+  stringOpt,
+  UsageError,
+  type ParsedArgs,
+} from "../args.js";
 import type { Command } from "../command.js";
 import { jobDetail, jobsTable, json, plural } from "../format.js";
 
@@ -66,7 +75,7 @@ export const jobCommand: Command = {
   options: { ...jsonOption },
   positionals: { min: 1, max: 1, names: "<id>" },
   async run(ctx, args) {
-    const id = args.positionals[0] as string;
+    const id = idValue("<id>", args.positionals[0] as string);
     const job = await ctx.pawl().getJob(id);
     if (!job) throw new JobNotFoundError(id);
     ctx.out(flagOpt(args, "json") ? json(job) : jobDetail(job));
@@ -92,7 +101,7 @@ export const cancelCommand: Command = {
   },
   positionals: { min: 1, max: 1, names: "<id>" },
   async run(ctx, args) {
-    const id = args.positionals[0] as string;
+    const id = idValue("<id>", args.positionals[0] as string);
     const result = await ctx.pawl().cancel(id, stringOpt(args, "reason"));
     if (flagOpt(args, "json")) {
       ctx.out(json(result));
