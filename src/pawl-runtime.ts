@@ -404,6 +404,12 @@ export class Pawl extends PawlClient {
     const fresh = jobs.filter((j) => j.inserted && j.status === "PENDING").map((j) => hintJobOfRow(j, now));
     if (fresh.length === 0) return;
     if (this.runtime && fresh.some((j) => j.due && this.types.has(j.type))) this.runtime.wake("local");
+    // Delayed jobs this node runs: it knows when they come due, and looks then (src/logic/due-times.ts).
+    this.runtime?.noteDue(
+      jobs
+        .filter((j) => j.inserted && j.status === "PENDING" && this.types.has(j.type))
+        .map((j) => ({ priority: j.priority, inMs: j.scheduledTime.getTime() - now })),
+    );
     if (folded || this.stopping) return;
     const urgent = urgentHint(fresh, this.nodeId);
     if (!urgent) return;

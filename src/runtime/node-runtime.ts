@@ -16,7 +16,8 @@ import type { CancelResult } from "../store/cancel-job.js";
 import type { JobStore } from "../store/job-store.js";
 import { finishAttempt } from "./finish-attempt.js";
 import { jobInfo, type JobRun } from "./job-run.js";
-import { OutcomeWriter } from "./outcome-writer.js";
+import { OutcomeWriter, type OutcomeSink } from "./outcome-writer.js";
+import { DueNotes, type DueRow } from "./due-notes.js";
 import type { JobType } from "./registry.js";
 import type { ResolvedRuntimeOptions } from "./runtime-config.js";
 import { SlotPool } from "./slot-pool.js";
@@ -94,6 +95,10 @@ export class NodeRuntime {
   /** Arms the slots' watchdogs (most attempts end before they need one). */
   readonly watchdogs: WatchdogArming;
   private readonly cancelCheck: CancelCheck;
+  /** Due times this node knows of (due-notes.ts): the poller looks when the first comes. */
+  private readonly dues: DueNotes;
+  /** The outcome sink attempts finish through: the writer, noting the due time of every delayed write. */
+  private readonly outcomes: OutcomeSink;
 
   constructor(readonly deps: NodeRuntimeDeps) {
     const { clock, logger, events } = deps;
@@ -130,6 +135,8 @@ export class NodeRuntime {
       configFor: (service) => deps.options.breakerFor(service),
       clock,
     });
+    this.dues = new DueNotes({ clock, poller: () => this.actor("poller"), active: () => !this.draining });
+    this.outcomes = this.dues.noting(this.writer, (id) => this.runs.get(id)?.claimed.priority);
     this.watchdogs = new WatchdogArming({
       runs: this.runs,
       clock,
@@ -242,6 +249,15 @@ export class NodeRuntime {
   }
 
   /**
+   * Rows of these priorities become due `inMs` from now: this node wrote them (here: an enqueue with
+   * `delayMs` / `runAt`; its own delayed retries and hand-backs are noted by the outcome sink). The poller
+   * looks when each comes due, and that poll's claim seeks its level (src/runtime/due-notes.ts).
+   */
+  noteDue(rows: readonly DueRow[]): void {
+    this.dues.note(rows);
+  }
+
+  /**
    * Hands back the jobs waiting in the local buffer (the queue lanes' too) instead of running them: used
    * when the cluster declared this node dead, so their rows may already have been recovered and be
    * running elsewhere.
@@ -267,6 +283,8 @@ export class NodeRuntime {
       this.afterClaim([], 0, started);
       return;
     }
+    // This poll looks at the levels whose known due times have come (the claimer seeks them).
+    const due = this.dues.take(started);
     const claiming = this.lanes
       ? claimLanes(this.lanes.rooms(), {
           store: this.deps.store,
@@ -278,13 +296,15 @@ export class NodeRuntime {
           onError: (queue, error) =>
             this.deps.events.emit("error", { where: `claim (queue ${queue})`, error: toError(error) }),
         })
-      : this.claimer.claim(limit, types).then((jobs) => ({ jobs, limit }));
+      : this.claimer.claim(limit, types, due.levels).then((jobs) => ({ jobs, limit }));
     const settled = claiming.then(
       (c) => this.afterClaim(c.jobs, c.limit, started),
       (error: unknown) => {
+        // The rows did not move: their due times still stand for the poll after the backoff.
+        this.dues.putBack(due.taken);
         this.deps.logger.warn("claim failed; the poller backs off", { error: String(error) });
         this.deps.events.emit("error", { where: "claim", error: toError(error) });
-        poller?.send({ type: "CLAIM_FAILED", error });
+        poller?.send({ type: "CLAIM_FAILED", error, at: this.deps.clock.now() });
       },
     );
     this.claimInFlight = settled;
@@ -336,6 +356,8 @@ export class NodeRuntime {
       limit,
       delayMs,
       mode: s?.mode ?? "normal",
+      at: now,
+      dueAt: this.dues.next(),
     });
   }
 
@@ -410,7 +432,7 @@ export class NodeRuntime {
     run.settled = true;
     if (run.armed) this.sendLater(`watchdog-${run.slot}`, { type: "DISARM" });
     finishAttempt(run, outcome, {
-      writer: this.writer,
+      writer: this.outcomes,
       events: this.deps.events,
       random: Math.random,
       now: () => this.deps.clock.now(),

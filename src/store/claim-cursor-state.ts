@@ -227,9 +227,11 @@ export class CursorState {
 
   /**
    * Which pass the poll at `nowMs` runs. A change of the claimed types clears the cursors and makes a full
-   * pass due (rows of a newly registered type may sit below them).
+   * pass due (rows of a newly registered type may sit below them). `dueLevels` (levels where rows this node
+   * wrote have just come due) make the floored pass run: a retry or snooze keeps its old id, below the id
+   * floor, so only a seek of its level from the time floor finds it.
    */
-  plan(nowMs: number, types: readonly string[]): PassKind {
+  plan(nowMs: number, types: readonly string[], dueLevels: readonly number[] = []): PassKind {
     const key = [...new Set(types)].sort().join("\u0000");
     if (this.typesKey !== null && key !== this.typesKey) {
       this.cursors.clear();
@@ -239,21 +241,23 @@ export class CursorState {
     if (this.fullDue || this.floorId === null || this.floorUs === null || nowMs >= this.nextFullDiscoveryAt) {
       return "full";
     }
-    if (this.discoveryDue || nowMs >= this.nextDiscoveryAt) return "floored";
+    if (this.discoveryDue || nowMs >= this.nextDiscoveryAt || dueLevels.length > 0) return "floored";
     return this.cursors.size > 0 ? "seek" : "skip";
   }
 
   /**
    * The seeks of a claim statement. `seek`: every level with a cursor, from its cursor. `floored`: also
    * every level seen lately, each from the lower of its cursor and the time floor, so rows that became due
-   * since (retries, snoozes, scheduled jobs, late commits) are found in claim order.
+   * since (retries, snoozes, scheduled jobs, late commits) are found in claim order. `dueLevels` are
+   * sought like seen levels even when forgotten (a snooze may outlast two full intervals): their rows came
+   * due just now, after the time floor (a full pass before now would have found them due otherwise).
    */
-  seekTargets(kind: "seek" | "floored", nowMs: number): SeekTarget[] {
+  seekTargets(kind: "seek" | "floored", nowMs: number, dueLevels: readonly number[] = []): SeekTarget[] {
     const targets = new Map<number, Position>(this.cursors);
     if (kind === "floored") {
       this.forget(nowMs);
       const floor: Position = { us: this.floorUs ?? neverPosition().us, id: 0n };
-      for (const level of this.known.keys()) {
+      for (const level of new Set([...this.known.keys(), ...dueLevels])) {
         const c = targets.get(level);
         targets.set(level, c ? minPosition(c, floor) : floor);
       }

@@ -87,16 +87,19 @@ export class CursorClaimer implements Claimer {
     });
   }
 
-  /** Claims up to `limit` due jobs of `types`, in claim order. */
-  async claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
-    return (await this.poll(limit, types)).jobs;
+  /**
+   * Claims up to `limit` due jobs of `types`, in claim order. With `dueLevels` (rows known to have just
+   * come due there) the poll is at least a floored pass that seeks those levels from the time floor.
+   */
+  async claim(limit: number, types: readonly string[], dueLevels?: readonly number[]): Promise<ClaimedJob[]> {
+    return (await this.poll(limit, types, dueLevels)).jobs;
   }
 
   /** One poll, reporting which pass ran. Polls are serialised (the poller never overlaps them anyway). */
-  poll(limit: number, types: readonly string[]): Promise<PollReport> {
+  poll(limit: number, types: readonly string[], dueLevels: readonly number[] = []): Promise<PollReport> {
     const run = this.tail.then(
-      () => this.pollNow(limit, types),
-      () => this.pollNow(limit, types),
+      () => this.pollNow(limit, types, dueLevels),
+      () => this.pollNow(limit, types, dueLevels),
     );
     this.tail = run.catch(() => {});
     return run;
@@ -160,10 +163,14 @@ export class CursorClaimer implements Claimer {
     return this.o.clock.now();
   }
 
-  private async pollNow(limit: number, types: readonly string[]): Promise<PollReport> {
+  private async pollNow(
+    limit: number,
+    types: readonly string[],
+    dueLevels: readonly number[],
+  ): Promise<PollReport> {
     const s = this.state;
     if (limit <= 0 || types.length === 0) return { kind: "skip", jobs: [], statements: 0 };
-    const kind = s.plan(this.now(), types);
+    const kind = s.plan(this.now(), types, dueLevels);
     s.counters.passes[kind]++;
     const db = this.o.store.pool;
     const t = this.o.store.tables;
@@ -191,13 +198,18 @@ export class CursorClaimer implements Claimer {
         return { kind, jobs: r.jobs, statements: 1 };
       }
       case "floored":
-        return this.floored(token, limit, args);
+        return this.floored(token, limit, args, dueLevels);
     }
   }
 
-  private async floored(token: PassToken, limit: number, args: CursorClaimArgs): Promise<PollReport> {
+  private async floored(
+    token: PassToken,
+    limit: number,
+    args: CursorClaimArgs,
+    dueLevels: readonly number[],
+  ): Promise<PollReport> {
     const s = this.state;
-    const targets = s.seekTargets("floored", this.now());
+    const targets = s.seekTargets("floored", this.now(), dueLevels);
     s.counters.queries++;
     const r = await flooredClaim(
       this.o.store.pool,

@@ -18,8 +18,12 @@ export interface ClaimerOptions {
 
 /** Claims batches for one node. */
 export interface Claimer {
-  /** Claims up to `limit` due jobs of `types`, in claim order. */
-  claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]>;
+  /**
+   * Claims up to `limit` due jobs of `types`, in claim order. `dueLevels` are the priority levels where
+   * this node knows rows have just become due (a retry, snooze or delayed enqueue it wrote,
+   * src/logic/due-times.ts): a claimer that does not look everywhere every poll must look there now.
+   */
+  claim(limit: number, types: readonly string[], dueLevels?: readonly number[]): Promise<ClaimedJob[]>;
   /** New work was announced (a local enqueue or a coordinator hint). */
   onWakeup(): void;
   /**
@@ -37,6 +41,7 @@ export class ClassicClaimer implements Claimer {
 
   constructor(private readonly o: ClaimerOptions) {}
 
+  /** The classic claim looks at every level every poll, so `dueLevels` needs nothing more. */
   claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
     this.claims++;
     return this.o.store.claim({

@@ -169,6 +169,24 @@ describe("CursorState", () => {
     expect(s.seekTargets("floored", 20_001).map((t) => t.priority)).toEqual([20]);
   });
 
+  it("runs the floored pass for levels with rows just due, and seeks them from the time floor even when forgotten", () => {
+    const s = state();
+    s.afterFull(s.begin(), full({ levels: [10] }), 0);
+    const floor = 90n * BigInt(SEC);
+    // No cursor, no discovery due: nothing to send, unless a row this node wrote has come due.
+    expect(s.plan(500, ["a"])).toBe("skip");
+    expect(s.plan(500, ["a"], [40])).toBe("floored");
+    // Level 40 was never seen by a pass (a snooze can outlast two full intervals); it is sought anyway.
+    expect(s.seekTargets("floored", 500, [40])).toEqual([
+      { priority: 40, after: { us: floor, id: 0n } },
+      { priority: 10, after: { us: floor, id: 0n } },
+    ]);
+    // A due level that is also known is sought once.
+    expect(s.seekTargets("floored", 500, [10]).map((t) => t.priority)).toEqual([10]);
+    // A full pass due wins: it sees every level.
+    expect(s.plan(20_000, ["a"], [40])).toBe("full");
+  });
+
   it("keeps discovery due after a floored pass that left window rows uncovered, or saw a wakeup", () => {
     const s = state();
     s.afterFull(s.begin(), full(), 0);

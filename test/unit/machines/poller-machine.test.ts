@@ -264,3 +264,78 @@ describe("poller: errors, drain and stop", () => {
     expect(p.claim).not.toHaveBeenCalled();
   });
 });
+
+describe("poller: known due times", () => {
+  it("CLAIMED with a due time sooner than the strategy's delay polls at the due time", () => {
+    const p = poller();
+    p.actor.send({ type: "START" });
+    p.actor.send({
+      type: "CLAIMED",
+      claimed: 0,
+      limit: 10,
+      delayMs: 2000,
+      mode: "normal",
+      at: 0,
+      dueAt: 700,
+    });
+    expect(p.ctx()).toMatchObject({ delayMs: 700, baseDelayMs: 2000, dueAt: 700, waitFrom: 0 });
+    p.clock.increment(699);
+    expect(p.claim).toHaveBeenCalledTimes(1);
+    p.clock.increment(1);
+    expect(p.claim).toHaveBeenCalledTimes(2);
+  });
+
+  it("a DUE during the wait re-arms it when it ends sooner, and is ignored when it ends later", () => {
+    const p = poller();
+    p.actor.send({ type: "START" });
+    p.actor.send({
+      type: "CLAIMED",
+      claimed: 0,
+      limit: 10,
+      delayMs: 2000,
+      mode: "normal",
+      at: 0,
+      dueAt: null,
+    });
+    p.clock.increment(500);
+    p.actor.send({ type: "DUE", dueAt: 2600, at: 500 }); // after the wait's end at 2000
+    expect(p.ctx()).toMatchObject({ delayMs: 2000, waitFrom: 0 });
+    p.actor.send({ type: "DUE", dueAt: 1200, at: 500 });
+    expect(p.ctx()).toMatchObject({ delayMs: 700, dueAt: 1200, waitFrom: 500 });
+    p.clock.increment(699);
+    expect(p.claim).toHaveBeenCalledTimes(1);
+    p.clock.increment(1);
+    expect(p.claim).toHaveBeenCalledTimes(2);
+  });
+
+  it("a passed due time without room waits the strategy's delay instead of spinning", () => {
+    const p = poller();
+    p.actor.send({ type: "START" });
+    p.setRoom(false);
+    p.actor.send({
+      type: "CLAIMED",
+      claimed: 0,
+      limit: 0,
+      delayMs: 2000,
+      mode: "normal",
+      at: 100,
+      dueAt: 50,
+    });
+    expect(p.ctx().delayMs).toBe(0);
+    p.clock.increment(0);
+    expect(p.value()).toBe("waiting");
+    expect(p.ctx()).toMatchObject({ delayMs: 2000, dueAt: null });
+    p.setRoom(true);
+    p.clock.increment(1999);
+    expect(p.claim).toHaveBeenCalledTimes(1);
+    p.clock.increment(1);
+    expect(p.claim).toHaveBeenCalledTimes(2);
+  });
+
+  it("a due time never shortens the error backoff", () => {
+    const p = poller();
+    p.actor.send({ type: "START" });
+    p.actor.send({ type: "CLAIM_FAILED", error: new Error("down"), at: 0 });
+    expect(p.ctx()).toMatchObject({ delayMs: 500, dueAt: null, waitFrom: 0 });
+  });
+});
