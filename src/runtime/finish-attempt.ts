@@ -1,12 +1,16 @@
 /**
  * Post-processing: turns an attempt's outcome into the store write (batched), the breaker result and the
  * event. Retry or DEAD is decided here from the error's class, the attempt count and the type's retry
- * policy (pure backoff plus jitter).
+ * policy (pure backoff plus jitter). Whatever the handler returned or threw, this never throws: results
+ * and error records are made storable by `logic/outcome-json.ts`, thrown values are described by
+ * `logic/thrown-value.ts`, and a type's own `retry` or `nonRetryable` callback that throws falls back to
+ * the default (the slot must be freed and the outcome written whatever user code does).
  */
-import { toError, type PawlEventEmitter, type PawlEvents } from "../events.js";
+import type { PawlEventEmitter, PawlEvents } from "../events.js";
 import { retryDelayMs, backoffDelayMs } from "../logic/backoff.js";
+import { resultJson, storableDelayMs, type ErrorInfo } from "../logic/outcome-json.js";
+import { describeThrown, thrownAsError, type ThrownDescription } from "../logic/thrown-value.js";
 import type { TaskOutcome } from "../machines/job-task-machine.js";
-import type { ErrorInfo } from "../store/finish-jobs.js";
 import type { OutcomeSink } from "./outcome-writer.js";
 import { Discard, isTimeoutCancellation, NonRetryableError, Snooze } from "./job-errors.js";
 import type { JobContext } from "./job-context.js";
@@ -27,9 +31,13 @@ export class JobTimeoutError extends Error {
  * the node and pawl/testing.
  */
 export function settlementOf(error: unknown, ctx: JobContext): TaskOutcome {
-  if (error instanceof Snooze) return { kind: "snooze", delayMs: error.delayMs };
-  if (error instanceof WaitForSignal) return { kind: "wait", timeoutMs: error.timeoutMs };
-  if (isTimeoutCancellation(error, ctx.attemptToken)) return { kind: "timeout", error };
+  try {
+    if (error instanceof Snooze) return { kind: "snooze", delayMs: error.delayMs };
+    if (error instanceof WaitForSignal) return { kind: "wait", timeoutMs: error.timeoutMs };
+    if (isTimeoutCancellation(error, ctx.attemptToken)) return { kind: "timeout", error };
+  } catch {
+    // A hostile value (a Proxy whose traps throw): not one of ours, so an ordinary failure.
+  }
   return { kind: "failure", error };
 }
 
@@ -45,29 +53,45 @@ export interface FinishDeps {
   breakerRelease?: (run: JobRun) => void;
 }
 
-function errorInfo(run: JobRun, error: Error, timedOut: boolean): ErrorInfo {
+function errorInfo(run: JobRun, thrown: ThrownDescription, timedOut: boolean): ErrorInfo {
   return {
     attempt: run.claimed.attempt,
-    name: timedOut && !(error.name === "CancellationRequestedError") ? "JobTimeoutError" : error.name,
-    message: error.message,
-    ...(error.stack ? { stack: error.stack } : {}),
+    name: timedOut && thrown.name !== "CancellationRequestedError" ? "JobTimeoutError" : thrown.name,
+    message: thrown.message,
+    ...(thrown.stack ? { stack: thrown.stack } : {}),
+    ...(thrown.details ? { details: thrown.details } : {}),
   };
 }
+
+const fallbackBackoff = { baseMs: 1000, factor: 2, maxMs: 3_600_000, jitter: 0 };
 
 function retryDelay(run: JobRun, error: Error, random: () => number): number {
   const policy = run.type.retry;
   const attempt = run.claimed.attempt;
   if (typeof policy === "function") {
-    const ms = policy(attempt, error);
-    return Number.isFinite(ms) && ms >= 0
-      ? Math.round(ms)
-      : backoffDelayMs(attempt, { baseMs: 1000, factor: 2, maxMs: 3_600_000, jitter: 0 });
+    let ms = NaN;
+    try {
+      ms = policy(attempt, error);
+    } catch {
+      // the type's own policy failed: the default schedule below
+    }
+    return Number.isFinite(ms) && ms >= 0 ? storableDelayMs(ms) : backoffDelayMs(attempt, fallbackBackoff);
   }
   return retryDelayMs(attempt, policy, random());
 }
 
+/** The type's `nonRetryable(error)`; one that throws does not decide (the attempt may be retried). */
+function nonRetryable(run: JobRun, error: Error): boolean {
+  try {
+    return run.type.nonRetryable?.(error) === true;
+  } catch {
+    return false;
+  }
+}
+
 function fail(run: JobRun, raw: unknown, timedOut: boolean, deps: FinishDeps): void {
-  const error = toError(raw);
+  const thrown = describeThrown(raw);
+  const error = thrownAsError(raw, thrown);
   const { info } = run;
   const refused = (accepted: boolean) => {
     if (!accepted)
@@ -75,18 +99,18 @@ function fail(run: JobRun, raw: unknown, timedOut: boolean, deps: FinishDeps): v
   };
   let reason: PawlEvents["job:dead"]["reason"] | null = null;
   if (error instanceof Discard) reason = "discarded";
-  else if (error instanceof NonRetryableError || run.type.nonRetryable?.(error)) reason = "non-retryable";
+  else if (error instanceof NonRetryableError || nonRetryable(run, error)) reason = "non-retryable";
   else if (run.claimed.attempt >= run.claimed.maxAttempts) reason = "exhausted";
   if (reason !== null) {
     const why = reason;
-    deps.writer.kill({ id: info.id, error: errorInfo(run, error, timedOut) }, (ok) => {
+    deps.writer.kill({ id: info.id, error: errorInfo(run, thrown, timedOut) }, (ok) => {
       refused(ok);
       if (ok) deps.events.emit("job:dead", { job: info, error, reason: why, timedOut });
     });
     return;
   }
   const delayMs = retryDelay(run, error, deps.random);
-  deps.writer.retry({ id: info.id, delayMs, error: errorInfo(run, error, timedOut) }, (ok) => {
+  deps.writer.retry({ id: info.id, delayMs, error: errorInfo(run, thrown, timedOut) }, (ok) => {
     refused(ok);
     if (ok) deps.events.emit("job:retried", { job: info, error, delayMs, timedOut });
   });
@@ -97,7 +121,7 @@ function lostPayload(run: JobRun, outcome: string): PawlEvents["job:lost"] {
 }
 
 function reschedule(run: JobRun, delayMs: number, deps: FinishDeps, done: (ok: boolean) => void): void {
-  deps.writer.reschedule({ id: run.info.id, delayMs: Math.max(0, Math.round(delayMs)) }, done);
+  deps.writer.reschedule({ id: run.info.id, delayMs: storableDelayMs(delayMs) }, done);
 }
 
 /** Records an attempt's outcome. Called exactly once per attempt, from the job task's `finish` action. */
@@ -112,17 +136,11 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
   };
   switch (outcome.kind) {
     case "success": {
-      let resultJson: string | null = null;
-      try {
-        resultJson = outcome.result === undefined ? null : (JSON.stringify(outcome.result) ?? null);
-      } catch {
-        // A result that is not JSON must not fail a job that did its work: it is stored as null.
-        resultJson = null;
-      }
       deps.breakerResult(run, true);
       const durationMs = deps.now() - run.startedAt;
+      // A result that cannot be stored must not fail a job that did its work: it is stored as null.
       deps.writer.complete(
-        { id: info.id, resultJson },
+        { id: info.id, resultJson: resultJson(outcome.result) },
         canceledOr(() => deps.events.emit("job:succeeded", { job: info, durationMs })),
       );
       return;
@@ -135,19 +153,22 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
       deps.breakerResult(run, false);
       fail(run, outcome.error, true, deps);
       return;
-    case "invalid-payload":
+    case "invalid-payload": {
+      const raw = run.invalid ?? outcome.error;
+      const thrown = describeThrown(raw);
       deps.writer.kill(
-        { id: info.id, error: errorInfo(run, toError(run.invalid ?? outcome.error), false) },
+        { id: info.id, error: errorInfo(run, thrown, false) },
         canceledOr(() =>
           deps.events.emit("job:dead", {
             job: info,
-            error: toError(run.invalid ?? outcome.error),
+            error: thrownAsError(raw, thrown),
             reason: "invalid-payload",
             timedOut: false,
           }),
         ),
       );
       return;
+    }
     case "snooze":
       reschedule(
         run,

@@ -4,20 +4,15 @@
  * was canceled, or recovered and re-claimed by another node, is never overwritten; the ids that were
  * actually updated are returned so the caller knows which outcomes landed.
  */
+import { errorRecordJson, type ErrorInfo } from "../logic/outcome-json.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
-/** An error as recorded on a job (the store adds the time). */
-export interface ErrorInfo {
-  attempt: number;
-  name: string;
-  message: string;
-  stack?: string;
-}
+export type { ErrorInfo };
 
 /** A successful attempt. */
 export interface Completion {
   id: string;
-  /** The handler's result, JSON-serialised (or null). */
+  /** The handler's result as `resultJson()` (logic/outcome-json.ts) serialised it, or null. */
   resultJson: string | null;
 }
 
@@ -45,15 +40,6 @@ const keepErrors = 20;
 const appendError = (col: string, err: string) =>
   `(CASE WHEN jsonb_array_length(${col}) >= ${keepErrors} THEN ${col} - 0 ELSE ${col} END) ` +
   `|| jsonb_build_array(${err} || jsonb_build_object('at', now()))`;
-
-function trim(e: ErrorInfo): string {
-  return JSON.stringify({
-    attempt: e.attempt,
-    name: e.name.slice(0, 200),
-    message: e.message.slice(0, 2000),
-    ...(e.stack ? { stack: e.stack.slice(0, 4000) } : {}),
-  });
-}
 
 async function ids(res: Promise<{ rows: { id: string }[] }>): Promise<Set<string>> {
   return new Set((await res).rows.map((r) => r.id));
@@ -99,7 +85,12 @@ export function retryJobs(
   );
   return ids(
     db.query(
-      stmt([items.map((i) => i.id), items.map((i) => i.delayMs), items.map((i) => trim(i.error)), nodeId]),
+      stmt([
+        items.map((i) => i.id),
+        items.map((i) => i.delayMs),
+        items.map((i) => errorRecordJson(i.error)),
+        nodeId,
+      ]),
     ),
   );
 }
@@ -121,7 +112,7 @@ export function killJobs(
      WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = $3
      RETURNING j.id`,
   );
-  return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => trim(i.error)), nodeId])));
+  return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => errorRecordJson(i.error)), nodeId])));
 }
 
 /**

@@ -33,6 +33,8 @@ export interface JobErrorRecord {
   message: string;
   /** The stack, when there was one (trimmed). */
   stack?: string;
+  /** What else the thrown value carried (own fields, an Error's `cause`), bounded; cycles as "[Circular]". */
+  details?: unknown;
 }
 
 /** A job. */
