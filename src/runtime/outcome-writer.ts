@@ -1,23 +1,72 @@
 /**
  * Writes attempt outcomes in batches. Outcomes queue up for `flushMs` (or until a batch is large) and
  * go to the store as one statement per kind; each outcome's callback learns whether its row was still
- * held by this node. A failed write (database restart) is retried with backoff and nothing is dropped:
- * until it lands the rows stay RUNNING under this node, which is what orphan recovery expects anyway.
+ * held by this node.
+ *
+ * A failed write is handled by why it failed (`logic/write-failure.ts`):
+ * - **transient** (database restart, dropped connection): retried with backoff and nothing is dropped;
+ *   until it lands the rows stay RUNNING under this node, which is what orphan recovery expects anyway.
+ * - **data** (PostgreSQL refused a value the statement carries): sending it again would fail again and
+ *   hold up every later outcome, so the batch is bisected until the refused outcome is alone; the others
+ *   land as usual. The refused one is written once more in a fallback form that carries no value of the
+ *   handler's (result null, a fixed error record, a clamped delay) and reported as an `error`. Values go
+ *   through `logic/outcome-json.ts` first, so this is defence in depth: it should not happen.
  */
 import type { Clock, TimerHandle } from "../clock.js";
 import type { Logger } from "../logger.js";
 import type { JobStore } from "../store/job-store.js";
 import type { Completion, Death, Reschedule, Retry } from "../store/finish-jobs.js";
 import { backoffDelayMs } from "../logic/backoff.js";
+import { storableDelayMs, type ErrorInfo } from "../logic/outcome-json.js";
+import { writeFailure } from "../logic/write-failure.js";
 
 type Done = (accepted: boolean) => void;
-interface Queues {
-  complete: { item: Completion; done: Done }[];
-  retry: { item: Retry; done: Done }[];
-  kill: { item: Death; done: Done }[];
-  reschedule: { item: Reschedule; done: Done }[];
+interface Items {
+  complete: Completion;
+  retry: Retry;
+  kill: Death;
+  reschedule: Reschedule;
 }
+type Kind = keyof Items;
+/** A queued outcome; `fallback` marks one already rewritten after the store refused it. */
+interface Entry<K extends Kind = Kind> {
+  item: Items[K];
+  done: Done;
+  fallback?: boolean;
+}
+type Queues = { [K in Kind]: Entry<K>[] };
+const kinds = ["complete", "retry", "kill", "reschedule"] as const;
 const empty = (): Queues => ({ complete: [], retry: [], kill: [], reschedule: [] });
+
+/** What is left of a kind's write: the entries to send again later, and the transient error, if any. */
+interface Written {
+  again: Entry[];
+  error: unknown;
+}
+const landed: Written = { again: [], error: null };
+
+/** An error record that cannot be refused: no text of the handler's. */
+const fallbackError = (e: ErrorInfo): ErrorInfo => ({
+  attempt: e.attempt,
+  name: "Error",
+  message: "the failure's error record could not be stored",
+});
+
+/** The outcome without any value the store could refuse. */
+function fallbackOf(kind: Kind, item: Items[Kind]): Items[Kind] {
+  switch (kind) {
+    case "complete":
+      return { id: item.id, resultJson: null };
+    case "retry": {
+      const r = item as Retry;
+      return { id: r.id, delayMs: storableDelayMs(r.delayMs), error: fallbackError(r.error) };
+    }
+    case "kill":
+      return { id: item.id, error: fallbackError((item as Death).error) };
+    case "reschedule":
+      return { id: item.id, delayMs: storableDelayMs((item as Reschedule).delayMs) };
+  }
+}
 
 /** Where attempt outcomes go; each `done` learns whether the row was still held by the node. */
 export interface OutcomeSink {
@@ -111,36 +160,14 @@ export class OutcomeWriter implements OutcomeSink {
     this.size = 0;
     // Each kind lands or fails on its own: re-running a kind that already landed would find its rows
     // no longer RUNNING and report them lost.
-    const results = await Promise.allSettled([
-      this.store.complete(
-        this.nodeId,
-        q.complete.map((e) => e.item),
-      ),
-      this.store.retry(
-        this.nodeId,
-        q.retry.map((e) => e.item),
-      ),
-      this.store.kill(
-        this.nodeId,
-        q.kill.map((e) => e.item),
-      ),
-      this.store.reschedule(
-        this.nodeId,
-        q.reschedule.map((e) => e.item),
-      ),
-    ]);
-    const kinds = ["complete", "retry", "kill", "reschedule"] as const;
+    const results = await Promise.all(kinds.map((kind) => this.write(kind, q[kind] as Entry[])));
     let failed: unknown = null;
     kinds.forEach((kind, i) => {
-      const r = results[i] as PromiseSettledResult<Set<string>>;
-      const entries = q[kind] as { item: { id: string }; done: Done }[];
-      if (r.status === "fulfilled") {
-        for (const e of entries) e.done(r.value.has(e.item.id));
-      } else {
-        failed = r.reason;
-        (this.queues[kind] as typeof entries).unshift(...entries);
-        this.size += entries.length;
-      }
+      const { again, error } = results[i]!;
+      if (again.length === 0) return;
+      failed = error;
+      (this.queues[kind] as Entry[]).unshift(...again);
+      this.size += again.length;
     });
     if (failed === null) {
       this.failures = 0;
@@ -150,5 +177,68 @@ export class OutcomeWriter implements OutcomeSink {
     if (this.failures === 1)
       this.logger.warn("writing job outcomes failed; retrying", { error: String(failed) });
     this.onError(failed);
+  }
+
+  /** Writes one kind's entries; a data error bisects the batch down to the refused outcome. */
+  private async write(kind: Kind, entries: Entry[]): Promise<Written> {
+    if (entries.length === 0) return landed;
+    let held: Set<string>;
+    try {
+      held = await this.statement(
+        kind,
+        entries.map((e) => e.item),
+      );
+    } catch (error) {
+      if (writeFailure(error) === "transient") return { again: entries, error };
+      if (entries.length > 1) {
+        const half = entries.length >>> 1;
+        const first = await this.write(kind, entries.slice(0, half));
+        const second = await this.write(kind, entries.slice(half));
+        return { again: [...first.again, ...second.again], error: second.error ?? first.error };
+      }
+      return this.refused(kind, entries[0]!, error);
+    }
+    for (const e of entries) {
+      try {
+        e.done(held.has(e.item.id));
+      } catch (error) {
+        this.onError(error); // a callback's failure is not the write's: the outcome has landed
+      }
+    }
+    return landed;
+  }
+
+  /** One outcome the store refused: written again without the handler's values, and reported. */
+  private refused(kind: Kind, entry: Entry, error: unknown): Promise<Written> | Written {
+    const id = entry.item.id;
+    const why = error instanceof Error ? error.message : String(error);
+    if (entry.fallback) {
+      // Cannot happen with the fixed fallback values; if it does, the row is left RUNNING for orphan
+      // recovery rather than blocking every later outcome of this node.
+      this.onError(
+        new Error(`job ${id}: the store refused its ${kind} outcome even without values (${why})`),
+      );
+      return landed;
+    }
+    this.logger.warn("the store refused a job's outcome; writing it without the handler's values", {
+      jobId: id,
+      kind,
+      error: why,
+    });
+    this.onError(new Error(`job ${id}: the store refused its ${kind} outcome (${why}); stored without it`));
+    return this.write(kind, [{ item: fallbackOf(kind, entry.item), done: entry.done, fallback: true }]);
+  }
+
+  private async statement(kind: Kind, items: Items[Kind][]): Promise<Set<string>> {
+    switch (kind) {
+      case "complete":
+        return this.store.complete(this.nodeId, items as Completion[]);
+      case "retry":
+        return this.store.retry(this.nodeId, items as Retry[]);
+      case "kill":
+        return this.store.kill(this.nodeId, items as Death[]);
+      case "reschedule":
+        return this.store.reschedule(this.nodeId, items as Reschedule[]);
+    }
   }
 }
