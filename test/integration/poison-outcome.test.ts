@@ -29,36 +29,37 @@ const once = { maxAttempts: 1 };
 // working node and short enough that a stall fails the test instead of the suite's timeout.
 const within = 10_000;
 
-/** Resolves with each job's final event; rejects when one is missing after `within`. */
-function settledAll(
-  n: Pawl,
-  ids: readonly string[],
-): Promise<Map<string, "job:succeeded" | "job:dead" | "job:retried">> {
-  const seen = new Map<string, "job:succeeded" | "job:dead" | "job:retried">();
-  return new Promise((resolve, reject) => {
-    const offs: (() => void)[] = [];
-    const check = () => {
-      if (ids.every((id) => seen.has(id))) {
-        offs.forEach((off) => off());
+type Final = "job:succeeded" | "job:dead" | "job:retried";
+
+/**
+ * Records every job's final event from now on (call it before enqueueing: a job may finish before the
+ * enqueue returns) and returns a wait: it resolves with the events of `ids` once all are seen, and
+ * rejects when one is missing after `within`.
+ */
+function outcomes(n: Pawl): (ids: readonly string[]) => Promise<Map<string, Final>> {
+  const seen = new Map<string, Final>();
+  let changed = () => {};
+  const on = (name: Final) =>
+    n.on(name, (e: PawlEvents[typeof name]) => {
+      seen.set(e.job.id, name);
+      changed();
+    });
+  on("job:succeeded");
+  on("job:dead");
+  on("job:retried");
+  return (ids) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        if (!ids.every((id) => seen.has(id))) return;
         clearTimeout(timer);
-        resolve(seen);
-      }
-    };
-    const on = (name: "job:succeeded" | "job:dead" | "job:retried") =>
-      offs.push(
-        n.on(name, (e: PawlEvents[typeof name]) => {
-          if (ids.includes(e.job.id)) seen.set(e.job.id, name);
-          check();
-        }),
-      );
-    on("job:succeeded");
-    on("job:dead");
-    on("job:retried");
-    const timer = setTimeout(() => {
-      offs.forEach((off) => off());
-      reject(new Error(`not settled within ${within} ms: ${ids.filter((id) => !seen.has(id)).join(", ")}`));
-    }, within);
-  });
+        resolve(new Map(ids.map((id) => [id, seen.get(id)!])));
+      };
+      const timer = setTimeout(() => {
+        reject(new Error(`not settled within ${within} ms: ${ids.filter((id) => !seen.has(id)).join(", ")}`));
+      }, within);
+      changed = check;
+      check();
+    });
 }
 
 async function running(): Promise<number> {
@@ -73,10 +74,10 @@ describe("a poison outcome costs one job at most", () => {
     node = testNode(schema);
     node.register("nul-result", async () => "a\u0000b");
     node.register("plain", async () => ({ ok: true }));
+    const settled = outcomes(node);
     await node.start();
     const [bad, good] = await node.enqueueMany([{ type: "nul-result" }, { type: "plain" }]);
-    const settled = settledAll(node, [bad!.id, good!.id]);
-    expect(await settled).toEqual(
+    expect(await settled([bad!.id, good!.id])).toEqual(
       new Map([
         [bad!.id, "job:succeeded"],
         [good!.id, "job:succeeded"],
@@ -99,13 +100,11 @@ describe("a poison outcome costs one job at most", () => {
       plain: [1, "two", { three: 3 }],
     };
     for (const [type, value] of Object.entries(results)) node.register(type, async () => value);
+    const settled = outcomes(node);
     await node.start();
     const jobs = await node.enqueueMany(Object.keys(results).map((type) => ({ type })));
-    const settled = await settledAll(
-      node,
-      jobs.map((j) => j.id),
-    );
-    expect([...settled.values()].every((e) => e === "job:succeeded")).toBe(true);
+    const events = await settled(jobs.map((j) => j.id));
+    expect([...events.values()].every((e) => e === "job:succeeded")).toBe(true);
     const stored = Object.fromEntries(
       await Promise.all(jobs.map(async (j) => [j.type, (await node!.getJob(j.id))?.result] as const)),
     );
@@ -137,16 +136,13 @@ describe("a poison outcome costs one job at most", () => {
       },
       once,
     );
+    const settled = outcomes(node);
     await node.start();
     const bad = await node.enqueue("nul-error", {});
-    const first = await settledAll(node, [bad.id]);
-    expect(first.get(bad.id)).toBe("job:dead");
+    expect((await settled([bad.id])).get(bad.id)).toBe("job:dead");
     const later = await node.enqueueMany([1, 2, 3].map((n) => ({ type: "fails", payload: { n } })));
-    const settled = await settledAll(
-      node,
-      later.map((j) => j.id),
-    );
-    expect([...settled.values()]).toEqual(["job:dead", "job:dead", "job:dead"]);
+    const events = await settled(later.map((j) => j.id));
+    expect([...events.values()]).toEqual(["job:dead", "job:dead", "job:dead"]);
     const read = await node.getJob(bad.id);
     expect(read).toMatchObject({ status: "DEAD", lastError: "x\uFFFD" });
     expect(read!.errors[0]).toMatchObject({ name: "Error", message: "x\uFFFD" });
@@ -175,10 +171,13 @@ describe("a poison outcome costs one job at most", () => {
       },
       once,
     );
+    const dead = node.events.next("job:dead", undefined, within);
     await node.start();
     const job = await node.enqueue("throws-circular", {});
-    const dead = node.events.next("job:dead", (e) => e.job.id === job.id, within);
-    expect((await dead).error).toMatchObject({ name: "QuotaError", message: "quota exceeded" });
+    expect(await dead).toMatchObject({
+      job: { id: job.id },
+      error: { name: "QuotaError", message: "quota exceeded" },
+    });
     const read = await node.getJob(job.id);
     expect(read).toMatchObject({ status: "DEAD", lastError: "quota exceeded" });
     expect(read!.errors[0]).toMatchObject({

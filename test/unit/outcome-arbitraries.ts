@@ -76,3 +76,30 @@ export const outcomeValue = fc.oneof(
   { weight: 1, arbitrary: cyclic },
   { weight: 1, arbitrary: deep },
 );
+
+/** Whether PostgreSQL can store `s`: no U+0000 and well-formed UTF-16 (no lone surrogate). */
+export const storable = (s: string): boolean =>
+  !s.includes("\u0000") && (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * The result a job should end with, computed without the code under test: the value as JSON.stringify
+ * writes it (parsed back), or null when that throws, writes nothing, holds a string or key PostgreSQL
+ * cannot store, or nests deeper than the limit.
+ */
+export function expectedResult(value: unknown): unknown {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return null;
+  }
+  if (text === undefined) return null;
+  const parsed: unknown = JSON.parse(text);
+  const ok = (v: unknown, depth: number): boolean => {
+    if (typeof v === "string") return storable(v);
+    if (v === null || typeof v !== "object") return true;
+    if (depth + 1 > maxResultDepth) return false;
+    return Object.entries(v).every(([k, x]) => storable(k) && ok(x, depth + 1));
+  };
+  return ok(parsed, 0) ? parsed : null;
+}

@@ -13,7 +13,7 @@ import {
   resultJson,
   storableDelayMs,
 } from "../../src/logic/outcome-json.js";
-import { outcomeValue } from "./outcome-arbitraries.js";
+import { expectedResult, outcomeValue } from "./outcome-arbitraries.js";
 
 const nested = (depth: number): unknown => {
   let v: unknown = 1;
@@ -69,38 +69,13 @@ describe("resultJson", () => {
     fc.assert(
       fc.property(outcomeValue, (value) => {
         const stored = resultJson(value);
-        const expected = oracle(value);
+        const expected = expectedResult(value);
         expect(stored === null ? null : JSON.parse(stored)).toEqual(expected);
       }),
       { numRuns: 1000 },
     );
   });
 });
-
-/**
- * What should be stored, computed without the code under test: the value as JSON.stringify writes it,
- * or null when that throws, writes nothing, or holds a string or key that is not well-formed UTF-16 or
- * contains U+0000, or nests deeper than the limit.
- */
-function oracle(value: unknown): unknown {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value);
-  } catch {
-    return null;
-  }
-  if (text === undefined) return null;
-  const parsed: unknown = JSON.parse(text);
-  const bad = (s: string) =>
-    s.includes("\u0000") || !(s as unknown as { isWellFormed(): boolean }).isWellFormed();
-  const ok = (v: unknown, depth: number): boolean => {
-    if (typeof v === "string") return !bad(v);
-    if (v === null || typeof v !== "object") return true;
-    if (depth + 1 > maxResultDepth) return false;
-    return Object.entries(v).every(([k, x]) => !bad(k) && ok(x, depth + 1));
-  };
-  return ok(parsed, 0) ? parsed : null;
-}
 
 describe("errorRecordJson", () => {
   it.each([
