@@ -67,19 +67,13 @@ export interface HeldClient extends Queryable {
  * ```
  */
 export async function withHeldClient<T>(pool: pg.Pool, fn: (db: HeldClient) => Promise<T>): Promise<T> {
-  let client: pg.PoolClient;
-  try {
-    client = await pool.connect();
-  } catch (error) {
-    throw asDatabaseUnavailable(error);
-  }
   let failure: Error | undefined;
   const onError = (error: unknown): void => {
     if (failure !== undefined) return; // pg reports the FATAL, then the closed socket: one fault
     failure = toError(error);
     reportConnectionFault(pool, { source: "held", error: failure });
   };
-  client.on("error", onError);
+  const client = await checkOut(pool, onError);
   const held: HeldClient = {
     get failure() {
       return failure;
@@ -133,5 +127,25 @@ export function inHeldTransaction<T>(pool: pg.Pool, fn: (db: HeldClient) => Prom
     }
     await db.query("COMMIT");
     return out;
+  });
+}
+
+/**
+ * `pool.connect()` with `onError` attached inside pg-pool's callback, synchronously. With the promise form
+ * there is a gap of a microtask between pg-pool removing its idle listener and the caller attaching one:
+ * when a client is handed over from inside its own socket's data handler (released on ReadyForQuery, then
+ * given to the next waiter), a FATAL in the same chunk of bytes is parsed in that gap, with nobody
+ * listening. The chaos tests hit exactly that.
+ */
+function checkOut(pool: pg.Pool, onError: (error: unknown) => void): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (error !== undefined || client === undefined) {
+        reject(asDatabaseUnavailable(error ?? new Error("pg-pool handed out no client")));
+        return;
+      }
+      client.on("error", onError);
+      resolve(client);
+    });
   });
 }

@@ -9,7 +9,7 @@ import type { Tables } from "./sql.js";
 
 /**
  * Takes a permit of `resource` for `jobId` if fewer than `capacity` are held. Idempotent per job.
- * Returns whether the job holds a permit now.
+ * Returns whether the job holds a permit now. Permits of jobs no longer RUNNING are freed first.
  */
 export async function acquirePermit(
   pool: pg.Pool,
@@ -21,6 +21,14 @@ export async function acquirePermit(
 ): Promise<boolean> {
   return inHeldTransaction(pool, async (db) => {
     await db.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`pawl.permit.${t.schema}.${resource}`]);
+    // A permit whose job is no longer RUNNING was leaked: its release failed (the database went away as
+    // the attempt ended) and nothing retries it. Left alone it would hold capacity for as long as its node
+    // lives, and enough of them saturate the resource for good; under the lock it is safe to free them.
+    await db.query(
+      `DELETE FROM ${t.permits} p WHERE p.resource = $1
+       AND NOT EXISTS (SELECT 1 FROM ${t.jobs} j WHERE j.id = p.job_id AND j.status = 'RUNNING')`,
+      [resource],
+    );
     const res = await db.query(
       `INSERT INTO ${t.permits} (resource, job_id, node_id)
        SELECT $1, $2, $3
