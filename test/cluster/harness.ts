@@ -43,6 +43,8 @@ export class NodeProcess {
     readonly nodeId: string,
     schema: string,
     options: Record<string, unknown> = {},
+    /** Extra environment (the fault tests: PAWL_FAULT_KIT, PAWL_RECORDS_URL, a DATABASE_URL of their own). */
+    env: Record<string, string> = {},
   ) {
     this.child = spawn(tsx, [script], {
       cwd: root,
@@ -52,6 +54,7 @@ export class NodeProcess {
         PAWL_SCHEMA: schema,
         PAWL_NODE_ID: nodeId,
         NODE_OPTIONS_JSON: JSON.stringify({ ...fastCluster, ...options }),
+        ...env,
       },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -13,6 +13,7 @@
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { consoleLogger, createPawl, type PawlConfig } from "../../src/index.js";
+import { createMetrics } from "../../observability/index.js";
 
 const fatal = (kind: string) => (error: unknown) => {
   process.stderr.write(
@@ -36,8 +37,10 @@ const { graceMs = 10_000, ...options } = JSON.parse(process.env.NODE_OPTIONS_JSO
 const pawl = createPawl({ logger: consoleLogger("warn"), ...options });
 // Recording is test bookkeeping: asynchronous commit keeps it off the disk's fsync path (a crash of this
 // process never loses a committed row; only a database crash could, and the tests never crash it).
+// PAWL_RECORDS_URL: the fault tests record on connections of another application_name, so the backends
+// they terminate are only pawl's own.
 const records = new pg.Pool({
-  connectionString: pawl.config.connectionString,
+  connectionString: process.env.PAWL_RECORDS_URL ?? pawl.config.connectionString,
   max: 4,
   options: "-c synchronous_commit=off",
 });
@@ -51,6 +54,31 @@ pawl.register("work", async (payload: { sleepMs?: number }, ctx) => {
     ctx.attempt,
   ]);
 });
+
+// PAWL_FAULT_KIT=1 (test/cluster/fault-*.test.ts): more of pawl in use at once. `pwork` holds a permit
+// of the `slots` resource, `tick` is the child of a recurring schedule every second, `sig` parks until the
+// test signals it; chains of `work` are enqueued by the test. Each records its run like `work`. The
+// node's metrics are printed on stdout at stop, so the test can read the fault counters.
+const faultKit = process.env.PAWL_FAULT_KIT === "1";
+const metrics = faultKit ? createMetrics(pawl) : undefined;
+if (faultKit) {
+  const record = async (ctx: { jobId: string; nodeId: string; attempt: number }) => {
+    await records.query(`INSERT INTO "${schema}".executions (job_id, node_id, attempt) VALUES ($1, $2, $3)`, [
+      ctx.jobId,
+      ctx.nodeId,
+      ctx.attempt,
+    ]);
+  };
+  pawl.register("pwork", async (_payload, ctx) => record(ctx), { resource: "slots" });
+  pawl.register("tick", async (_payload, ctx) => record(ctx));
+  pawl.register("sig", async (_payload, ctx) => {
+    await ctx.waitForSignal({ timeoutMs: 120_000 });
+    await record(ctx);
+  });
+  pawl.on("claim", (e) => {
+    if (e.jobs.length > 0) say({ event: "claim", at: Date.now(), n: e.jobs.length });
+  });
+}
 
 let errors = 0;
 pawl.on("error", (e) => {
@@ -73,6 +101,7 @@ process.on("SIGTERM", () => {
   stopping = true;
   void (async () => {
     await pawl.stop({ graceMs });
+    if (metrics) say({ event: "metrics", text: await metrics.metrics() });
     clearInterval(keepAlive);
     await pawl.close();
     await records.end();
@@ -82,4 +111,6 @@ process.on("SIGTERM", () => {
 });
 
 await pawl.start();
+if (faultKit && process.env.PAWL_FAULT_SCHEDULE === "1")
+  await pawl.schedule("fault-tick", "* * * * * *", {}, { type: "tick" });
 say({ event: "ready", pid: process.pid, nodeId: pawl.nodeId, bootMs: Math.round(performance.now()) });
