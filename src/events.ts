@@ -4,6 +4,7 @@
  * costs a map lookup, so the hot path can always emit.
  */
 import type { WakeupHint } from "../coordinators/spi.js";
+import { describeThrown, thrownAsError } from "./logic/thrown-value.js";
 
 /** What every job event carries about the job. */
 export interface JobEventInfo {
@@ -192,16 +193,8 @@ export class PawlEventEmitter {
 
 /** Turns anything thrown into an Error (handlers may throw strings or objects). */
 export function toError(value: unknown): Error {
-  if (value instanceof Error) return value;
-  const e = new Error(typeof value === "string" ? value : `non-error thrown: ${safeString(value)}`);
-  e.name = "NonErrorThrown";
-  return e;
-}
-
-function safeString(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
+  // One description of thrown values (src/logic/thrown-value.ts), which never throws itself: a value
+  // whose toString or toJSON throws, a revoked Proxy or an object without a prototype must not turn an
+  // error report into a second, unhandled error.
+  return thrownAsError(value, describeThrown(value));
 }

@@ -1,385 +1,441 @@
 /**
- * The public face of pawl: createPawl() returns a {@link Pawl} that enqueues, inspects and cancels jobs,
- * and (once handlers are registered and start() is called) runs them as a node of the cluster.
+ * {@link Pawl}: the enqueue API plus the node runtime. register() adds job types, start() builds the
+ * actor tree and joins the cluster, stop() drains. Enqueues wake the local poller and, for urgent work,
+ * publish a hint through the coordinator so other nodes wake too.
  */
-import type pg from "pg";
-import { resolveConfig, type PawlConfig, type ResolvedConfig } from "./config.js";
-import { buildNewJob, type EnqueueOptions, type NewJob, type TypeDefaults } from "./enqueue-input.js";
-import type { FoldedNotify } from "../coordinators/spi.js";
-import { JobNotFoundError, PawlError, ValidationError } from "./errors.js";
-import { createPool } from "./store/pool.js";
-import { JobStore } from "./store/job-store.js";
+import type { Coordinator, FoldedNotify } from "../coordinators/spi.js";
+import type { PawlConfig } from "./config.js";
 import type { EnqueuedJob } from "./store/enqueue-jobs.js";
-import type { Job } from "./store/job-row.js";
+import type { NewJob } from "./enqueue-input.js";
+import { hintJobOfNew, hintJobOfRow, urgentHint } from "./enqueue-hints.js";
 import type { CancelResult } from "./store/cancel-job.js";
-import type { ListJobsFilter } from "./store/read-jobs.js";
-import type { DeadLetterFilter, RetriedJobs } from "./store/dead-letter.js";
-import type { MigrateResult } from "./store/migrate.js";
-import { validateJobId } from "./store/job-id.js";
-import { validateCancelReason } from "./store/cancel-job.js";
-import { validateDeadLetterFilter, validateFlowListFilter, validateFlowMemberLimit } from "./filter-input.js";
 import type { Queryable } from "./store/sql.js";
-import type { PawlEventEmitter } from "./events.js";
-import type { FlowListFilter } from "./store/flow-sql.js";
-import type { CompositionDeps } from "./composition/deps.js";
-import type { BatchInput, ChainStep, FlowOptions, WorkflowInput } from "./composition/flow-input.js";
+import { onConnectionFault } from "./store/held-client.js";
+import { PawlError } from "./errors.js";
+import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "./events.js";
+import { PawlClient } from "./pawl.js";
+import { NodeRuntime } from "./runtime/node-runtime.js";
 import {
-  cancelFlow,
-  createBatch,
-  createChain,
-  createWorkflow,
-  getFlow,
-  listFlows,
-} from "./composition/flows.js";
-import type { Flow, FlowDetail, FlowHandle } from "./composition/flows.js";
-import { signalJob, type SignalResult } from "./composition/signals.js";
+  resolveJobType,
+  typeDefaults,
+  type Handler,
+  type JobType,
+  type RegisterOptions,
+} from "./runtime/registry.js";
+import { resolveRuntimeOptions, type ResolvedRuntimeOptions } from "./runtime/runtime-config.js";
+import { inspectNode, type ActorTree } from "./runtime/inspect.js";
+import { createCoordinator, parseCoordinatorSpec } from "../coordinators/index.js";
+import { ClusterServices, readClusterView, type ClusterView } from "./cluster/cluster-services.js";
 import {
-  listPaused,
-  pauseJob,
-  pauseJobType,
-  pauseQueue,
-  resumeJob,
-  resumeJobType,
-  resumeQueue,
-} from "./composition/pause.js";
-import type { Pause, PauseResult } from "./composition/pause.js";
+  listSchedules,
+  registerSchedule,
+  unregisterSchedule,
+  type Schedule,
+  type ScheduleOptions,
+} from "./cluster/recurring.js";
+import { ClassicClaimer } from "./store/claimer.js";
+import { CursorClaimer } from "./store/claim-cursor.js";
+import { SignalSweeper } from "./composition/signals.js";
 
-/** One item of {@link Pawl.enqueueMany}: a job type, its payload, and the options of enqueue. */
-export type EnqueueItem = { type: string; payload?: unknown } & Omit<EnqueueOptions, "client">;
-
-/** The dead letter queue API. */
-export interface DeadLetterQueue {
-  /** DEAD jobs, newest first. */
-  list(filter?: DeadLetterFilter): Promise<Job[]>;
-  /**
-   * Sends DEAD jobs back to PENDING with attempts reset; returns those it sent back. A job whose unique key
-   * another live job holds is CANCELED instead (the live job wins): those are in the result's
-   * non-enumerable `duplicates`, never among the returned jobs, and the others are retried all the same.
-   */
-  retry(ids: string | readonly string[]): Promise<RetriedJobs>;
-  /** Deletes DEAD jobs matching the filter; returns how many. */
-  purge(filter?: DeadLetterFilter): Promise<number>;
+/** Options of {@link Pawl.stop}. */
+export interface StopOptions {
+  /** How long running jobs may take to finish before they are aborted (ms). Default 25,000. */
+  graceMs?: number;
 }
 
 /**
- * Hooks the runtime installs on a Pawl: type defaults for enqueue, and what to do after jobs were
- * enqueued or canceled (wake the local poller, publish a hint).
- */
-export interface PawlHooks {
-  typeDefaults(type: string): TypeDefaults | undefined;
-  /**
-   * Before an insert: the notify to send from the insert statement itself (see
-   * `Coordinator.foldNotify`), or undefined to publish after it, if at all.
-   */
-  foldWakeup?(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined;
-  /**
-   * After an insert; `folded` when the insert statement carried the notify already, `released` when the
-   * jobs are existing rows made runnable again (a signal, a resume) rather than new ones.
-   */
-  afterEnqueue(
-    jobs: readonly EnqueuedJob[],
-    inTransaction: Queryable | undefined,
-    folded?: boolean,
-    released?: boolean,
-  ): Promise<void>;
-  afterCancel(result: CancelResult): void;
-  /** The node's event stream, for the events of composition (signals, pauses, flows). */
-  events?: PawlEventEmitter;
-  /**
-   * Existing jobs went back to PENDING (a signal, a resume, a timed-out wait): a claimer that only looks
-   * past its floors (claim cursors) must look at everything once.
-   */
-  afterRelease?(): void;
-}
-
-/**
- * A pawl instance: the enqueue API over one schema, and the node runtime.
+ * A pawl node: enqueue jobs, register handlers, run them.
  *
  * @example
  * ```ts
- * const pawl = createPawl({ connectionString: process.env.DATABASE_URL });
+ * const pawl = createPawl({ concurrency: 10 });
+ * pawl.register("email.send", async (payload, ctx) => send(payload, { signal: ctx.signal }), { timeoutMs: 30_000 });
  * await pawl.migrate();
- * const job = await pawl.enqueue("email.send", { to: "a@b.c" }, { priority: "high" });
- * console.log((await pawl.getJob(job.id))?.status); // PENDING
- * await pawl.close();
+ * await pawl.start();
+ * process.on("SIGTERM", () => pawl.stop({ graceMs: 25_000 }));
  * ```
  */
-export class PawlClient {
-  /** The resolved configuration. */
-  readonly config: ResolvedConfig;
-  /** The job store (every SQL operation), for advanced use. */
-  readonly store: JobStore;
-  /** The dead letter queue. */
-  readonly dlq: DeadLetterQueue;
-  protected readonly pool: pg.Pool;
-  protected hooks: PawlHooks | undefined;
-  private readonly ownsPool: boolean;
-  protected closed = false;
+export class Pawl extends PawlClient {
+  /** The typed event stream (jobs, polls, claims, breakers, coordinator). */
+  readonly events = new PawlEventEmitter();
+  private readonly types = new Map<string, JobType>();
+  private readonly runtimeOptions: ResolvedRuntimeOptions;
+  private runtime: NodeRuntime | null = null;
+  private coordinator: Promise<Coordinator> | null = null;
+  /** The coordinator once started (enqueue folds its notify only then: it must never wait for a connect). */
+  private coordinatorReady: Coordinator | null = null;
+  private stopping: Promise<void> | null = null;
+  private keepAlive: NodeJS.Timeout | null = null;
+  private offClusterEvents: (() => void) | null = null;
+  private clusterRef: ClusterServices | null = null;
+  private signalSweeper: SignalSweeper | null = null;
+  /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
+  private readonly offConnectionFaults: () => void;
 
   constructor(config: PawlConfig = {}) {
-    this.config = resolveConfig(config);
-    this.ownsPool = this.config.pool === undefined;
-    this.pool =
-      this.config.pool ??
-      createPool(this.config.connectionString, this.config.maxConnections, this.config.logger, "pawl");
-    this.store = new JobStore(this.pool, this.config.schema);
-    this.dlq = {
-      list: async (f) => this.store.listDead(validateDeadLetterFilter(f)),
-      retry: async (ids) => {
-        const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
-        const jobs = await this.store.retryDead(list);
-        for (const d of jobs.duplicates) {
-          this.hooks?.events?.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
-        }
-        await this.hooks?.afterEnqueue(
-          jobs.map((j) => ({ ...j, inserted: true })),
-          undefined,
-        );
-        return jobs;
+    super(config);
+    this.runtimeOptions = resolveRuntimeOptions(this.config.runtime, this.config.pollIntervalMs);
+    if (typeof this.config.coordinator === "string") parseCoordinatorSpec(this.config.coordinator);
+    this.hooks = {
+      typeDefaults: (type) => {
+        const t = this.types.get(type);
+        return t ? typeDefaults(t) : undefined;
       },
-      purge: async (f) => this.store.purgeDead(validateDeadLetterFilter(f)),
+      foldWakeup: (jobs, transactional) => this.foldWakeup(jobs, transactional),
+      afterEnqueue: (jobs, tx, folded, released) =>
+        this.afterEnqueue(jobs, tx, folded === true, released === true),
+      afterCancel: (result) => this.afterCancel(result),
+      events: this.events,
+      afterRelease: () => this.runtime?.claimer.requestFullPass?.(),
     };
+    this.offConnectionFaults = onConnectionFault(this.pool, (fault) =>
+      this.events.emit("database:connection-error", fault),
+    );
   }
 
-  /** Creates or upgrades pawl's tables in the configured schema. Idempotent; safe from many nodes at once. */
-  async migrate(): Promise<MigrateResult> {
-    this.assertOpen();
-    return this.store.migrate();
+  /** This node's id. */
+  get nodeId(): string {
+    return this.config.nodeId;
+  }
+
+  /** Whether start() was called and stop() was not. */
+  get running(): boolean {
+    return this.runtime !== null && this.stopping === null;
   }
 
   /**
-   * Enqueues a job. With `options.client` the insert runs in the caller's transaction and the job exists
-   * only once that commits.
+   * Registers the handler of a job type. Registering after start() is allowed: the next claim includes it.
    *
-   * @throws ValidationError for bad input; nothing is written then.
+   * @throws ValidationError for a bad type name or option.
+   * @throws PawlError `INVALID_STATE` after stop(): a stopped node never claims again, so the handler could
+   *   never run.
    */
-  async enqueue<P = unknown>(type: string, payload?: P, options?: EnqueueOptions): Promise<EnqueuedJob<P>> {
+  register<P = unknown, R = unknown>(
+    type: string,
+    handler: Handler<P, R>,
+    options?: RegisterOptions<P>,
+  ): this {
     this.assertOpen();
-    const job = buildNewJob(
-      type,
+    if (this.stopping) {
+      throw new PawlError(
+        "INVALID_STATE",
+        `register("${type}") after stop(): this node was stopped and will never run the handler; create a new instance`,
+      );
+    }
+    const t = resolveJobType(type, handler, options as RegisterOptions);
+    this.types.set(type, t);
+    return this;
+  }
+
+  /** The job types registered on this instance. */
+  get registeredTypes(): string[] {
+    return [...this.types.keys()];
+  }
+
+  /** @internal A registered type with its resolved options (pawl/testing runs handlers with it). */
+  jobType(type: string): JobType | undefined {
+    return this.types.get(type);
+  }
+
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<E extends PawlEventName>(name: E, listener: (payload: PawlEvents[E]) => void): () => void {
+    return this.events.on(name, listener);
+  }
+
+  /** Starts the node: the actor tree, the first poll, the coordinator. Idempotent. */
+  async start(): Promise<void> {
+    this.assertOpen();
+    if (this.stopping) throw new PawlError("INVALID_STATE", "this node was stopped; create a new instance");
+    if (this.runtime) return;
+    const coordinator = await this.ensureCoordinator();
+    const c = this.config;
+    // Join the cluster before claiming: first heartbeat, then recovery of this node id's previous run.
+    const cluster = new ClusterServices({
+      pool: this.store.pool,
+      tables: this.store.tables,
+      nodeId: c.nodeId,
+      concurrency: c.concurrency,
+      transport: coordinator.status().transport,
+      options: this.runtimeOptions.cluster,
+      events: this.events,
+      logger: c.logger.child({ nodeId: c.nodeId }),
+      clock: c.clock,
+      typeDefaults: (type) => this.hooks?.typeDefaults(type),
+      maxPayloadBytes: c.maxPayloadBytes,
+      afterEnqueue: (jobs) => void this.hooks?.afterEnqueue(jobs, undefined),
+      // Heartbeats get their own connection unless the caller brought the pool.
+      ...(c.pool === undefined ? { heartbeatConnectionString: c.connectionString } : {}),
+    });
+    await cluster.prepare();
+    if (this.runtime || this.stopping) {
+      await cluster.stop();
+      return;
+    }
+    this.clusterRef = cluster;
+    this.runtime = new NodeRuntime({
+      nodeId: c.nodeId,
+      concurrency: c.concurrency,
+      prefetch: c.prefetch,
+      claimMode: c.claimMode,
+      boostIntervalMs: c.boostIntervalMs,
+      completionFlushMs: c.completionFlushMs,
+      options: this.runtimeOptions,
+      store: this.store,
+      types: this.types,
+      events: this.events,
+      logger: c.logger.child({ nodeId: c.nodeId }),
+      clock: c.clock,
+      coordinator,
+      queues: c.queues,
+      createClaimer: (options) =>
+        c.claimCursors
+          ? new CursorClaimer({
+              ...options,
+              discoveryMs: c.claimCursorDiscoveryMs,
+              fullDiscoveryMs: c.claimCursorFullDiscoveryMs,
+              fullDiscoveryMaxMs: c.claimCursorFullDiscoveryMaxMs,
+            })
+          : new ClassicClaimer(options),
+    });
+    this.runtime.start();
+    cluster.start();
+    // Times out parked signal waits (docs/composition.md#signals).
+    this.signalSweeper = new SignalSweeper({ deps: this.composition, clock: c.clock });
+    this.signalSweeper.start();
+    // A node declared dead by the others (it missed heartbeats) has had its jobs recovered: the ones
+    // still waiting in its buffer would run a second time, so they are dropped.
+    const offDead = this.events.on("cluster:heartbeat", (e) => {
+      if (e.wasDeclaredDead) this.runtime?.dropBuffered("this node was declared dead by the cluster");
+    });
+    // Recovered orphans are PENDING again under their old ids and scheduled times, where only a full pass
+    // of the claim cursors sees them (an idle node backs its full pass off to a minute): look now.
+    const offRecovered = this.events.on("cluster:orphans-recovered", () => {
+      this.hooks?.afterRelease?.();
+      this.runtime?.wake("local");
+    });
+    this.offClusterEvents = () => {
+      offDead();
+      offRecovered();
+    };
+    // pawl's timers are unref'd so they never hold a host process open on their own; a started node,
+    // like a listening server, keeps its process alive until stop(), even while the database is down.
+    this.keepAlive = setInterval(() => {}, 3_600_000);
+    this.events.emit("node:started", { nodeId: c.nodeId });
+  }
+
+  /**
+   * Drains the node: no more claims; running jobs get `graceMs` to finish, then are aborted and handed
+   * back (PENDING, attempt not counted; CANCELED stays CANCELED). A second call aborts at once.
+   */
+  async stop(options: StopOptions = {}): Promise<void> {
+    const graceMs = options.graceMs ?? 25_000;
+    if (this.stopping) {
+      void this.runtime?.stop(0);
+      return this.stopping;
+    }
+    this.stopping = (async () => {
+      // Maintenance stops first; the heartbeat goes on until the drain is over, so a long grace is not
+      // mistaken for a death, and the node leaves the cluster once its last outcome is written.
+      await this.clusterRef?.stopMaintenance();
+      await this.signalSweeper?.stop();
+      const aborted = this.runtime ? await this.runtime.stop(graceMs) : 0;
+      await this.clusterRef?.stop();
+      const coordinator = this.coordinator;
+      this.coordinator = null;
+      this.coordinatorReady = null;
+      if (coordinator) await (await coordinator).close().catch(() => {});
+      this.offClusterEvents?.();
+      if (this.keepAlive) clearInterval(this.keepAlive);
+      this.keepAlive = null;
+      this.events.emit("node:stopped", { nodeId: this.nodeId, aborted });
+    })();
+    return this.stopping;
+  }
+
+  /** Stops the node (if started, with no grace) and closes the pool. Idempotent. */
+  override async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.runtime || this.coordinator) await this.stop({ graceMs: 0 });
+    this.offConnectionFaults();
+    await super.close();
+  }
+
+  /** A JSON-serialisable tree of every live actor of this node (see docs/machines). */
+  inspect(): ActorTree | null {
+    return this.runtime ? inspectNode(this.runtime) : null;
+  }
+
+  /**
+   * Registers a recurring job: each fire of `cron` (in `options.timezone`, default UTC) enqueues one job of
+   * `options.type` (default: `name`) with `payload`, exactly once across the cluster. Registering the same
+   * name again updates it (keeping its next fire when the cron and zone are unchanged), so every node may
+   * call it at boot. Fires missed while no node ran follow `options.missedFirePolicy` (`catch-up-one` by
+   * default, or `skip`). Works without start(); the fires happen on started nodes.
+   *
+   * @throws ValidationError `INVALID_CRON` for a bad expression or time zone (nothing is written), or as
+   *   enqueue for a bad type, priority or payload.
+   *
+   * @example
+   * ```ts
+   * await pawl.schedule("nightly-report", "0 3 * * *", { format: "pdf" }, { timezone: "Europe/Paris" });
+   * ```
+   */
+  async schedule(
+    name: string,
+    cron: string,
+    payload?: unknown,
+    options?: ScheduleOptions,
+  ): Promise<Schedule> {
+    this.assertOpen();
+    const schedule = await registerSchedule(
+      this.store.pool,
+      this.store.tables,
+      name,
+      cron,
       payload,
       options,
-      this.hooks?.typeDefaults(type),
-      this.config.maxPayloadBytes,
+      {
+        typeDefaults: (type) => this.hooks?.typeDefaults(type),
+        maxPayloadBytes: this.config.maxPayloadBytes,
+      },
     );
-    const [row] = await this.insert([job], options?.client);
-    return row as EnqueuedJob<P>;
+    this.clusterRef?.triggerRecurring();
+    return schedule;
+  }
+
+  /** Removes a recurring job; returns whether it existed. Children already enqueued are kept. */
+  async unschedule(name: string): Promise<boolean> {
+    this.assertOpen();
+    return unregisterSchedule(this.store.pool, this.store.tables, name);
+  }
+
+  /** Every recurring job, by name, with its next fire time. */
+  async listSchedules(): Promise<Schedule[]> {
+    this.assertOpen();
+    return listSchedules(this.store.pool, this.store.tables);
   }
 
   /**
-   * Enqueues many jobs in one round trip. Every item is validated first; one bad item rejects the call
-   * and nothing is written.
+   * The cluster as this node sees it: every node row (heartbeat age by the database's clock, alive or
+   * not), the maintenance leases and their holders, and this node's latest clock skew reading.
+   *
+   * @example
+   * ```ts
+   * const { nodes, leases, clockSkew } = await pawl.cluster();
+   * console.log(nodes.filter((n) => n.alive).map((n) => n.nodeId), clockSkew?.skewMs);
+   * ```
    */
-  async enqueueMany(
-    items: readonly EnqueueItem[],
-    options: { client?: Queryable } = {},
-  ): Promise<EnqueuedJob[]> {
+  async cluster(): Promise<ClusterView> {
     this.assertOpen();
-    if (!Array.isArray(items))
-      throw new ValidationError("INVALID_OPTION", "enqueueMany takes an array of jobs");
-    if (items.length === 0) return [];
-    const jobs = items.map((item, i) => {
-      if (typeof item !== "object" || item === null) {
-        throw new ValidationError("INVALID_OPTION", `enqueueMany item ${i} is not an object`);
+    if (this.clusterRef) return this.clusterRef.view();
+    return readClusterView(
+      this.store.pool,
+      this.store.tables,
+      this.nodeId,
+      this.runtimeOptions.cluster.deadNodeThresholdMs,
+      null,
+    );
+  }
+
+  /** @internal The cluster services of a started node (tests, observability); null before start(). */
+  get clusterServices(): ClusterServices | null {
+    return this.clusterRef;
+  }
+
+  /** @internal The running node runtime (tests, observability). */
+  get nodeRuntime(): NodeRuntime | null {
+    return this.runtime;
+  }
+
+  private ensureCoordinator(): Promise<Coordinator> {
+    if (!this.coordinator) {
+      const c = this.config;
+      this.coordinator = createCoordinator(c.coordinator, {
+        nodeId: c.nodeId,
+        connectionString: c.connectionString,
+        schema: c.schema,
+        logger: c.logger,
+        clock: c.clock,
+      }).then(async (coordinator) => {
+        // Subscribed before start(), so the first `connected` is seen too. Hints that arrive before the
+        // runtime exists have nothing to wake and are dropped.
+        coordinator.onWakeup((hint) => this.runtime?.handleHint(hint));
+        coordinator.on("connected", () => {
+          this.events.emit("coordinator:connected", { transport: coordinator.status().transport });
+          // Hints sent while disconnected are gone: poll once to catch up.
+          this.runtime?.wake("coordinator");
+        });
+        coordinator.on("disconnected", (error) =>
+          this.events.emit("coordinator:disconnected", {
+            transport: coordinator.status().transport,
+            error: String(error),
+          }),
+        );
+        await coordinator.start();
+        this.coordinatorReady = coordinator;
+        return coordinator;
+      });
+    }
+    return this.coordinator;
+  }
+
+  /**
+   * The notify to send from the insert statement itself, when the enqueue is urgent and the coordinator
+   * can fold (postgres): the other nodes hear of the job as it commits, a round trip sooner.
+   */
+  private foldWakeup(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined {
+    const coordinator = this.coordinatorReady;
+    if (!coordinator?.foldNotify || this.stopping) return undefined;
+    const now = Date.now();
+    const hint = urgentHint(
+      jobs.map((j) => hintJobOfNew(j, now)),
+      this.nodeId,
+    );
+    return hint ? coordinator.foldNotify(hint, transactional) : undefined;
+  }
+
+  private async afterEnqueue(
+    jobs: readonly EnqueuedJob[],
+    tx: Queryable | undefined,
+    folded: boolean,
+    released: boolean,
+  ): Promise<void> {
+    const now = Date.now();
+    const fresh = jobs.filter((j) => j.inserted && j.status === "PENDING").map((j) => hintJobOfRow(j, now));
+    if (fresh.length === 0) return;
+    if (this.runtime && fresh.some((j) => j.due && this.types.has(j.type))) this.runtime.wake("local");
+    // Delayed jobs this node runs: it knows when they come due, and looks then (src/logic/due-times.ts).
+    this.runtime?.noteDue(
+      jobs
+        .filter((j) => j.inserted && j.status === "PENDING" && this.types.has(j.type))
+        .map((j) => ({ priority: j.priority, inMs: j.scheduledTime.getTime() - now })),
+    );
+    if (folded || this.stopping) return;
+    const urgent = urgentHint(fresh, this.nodeId);
+    if (!urgent) return;
+    const hint = released ? { ...urgent, released: true } : urgent;
+    if (tx) {
+      const coordinator = await this.ensureCoordinator();
+      const stmt = coordinator.inTransaction?.(hint);
+      if (stmt) {
+        // Delivered at commit, and never if the caller rolls back.
+        await tx.query(stmt.text, stmt.values);
+        return;
       }
-      const { type, payload, ...opts } = item;
-      try {
-        return buildNewJob(type, payload, opts, this.hooks?.typeDefaults(type), this.config.maxPayloadBytes);
-      } catch (error) {
-        if (error instanceof PawlError) error.message = `item ${i}: ${error.message}`;
-        throw error;
-      }
-    });
-    return this.insert(jobs, options.client);
+    }
+    this.ensureCoordinator().then(
+      (c) => c.notifyNewWork(hint),
+      (error: unknown) => this.events.emit("error", { where: "coordinator", error: toError(error) }),
+    );
   }
 
-  /**
-   * Inserts validated jobs (in `client`'s transaction when given) and announces them: the wakeup notify
-   * rides in the insert when the coordinator can fold it, else it is published afterwards.
-   */
-  private async insert(jobs: readonly NewJob[], client: Queryable | undefined): Promise<EnqueuedJob[]> {
-    const notify = this.hooks?.foldWakeup?.(jobs, client !== undefined);
-    const rows = await this.store.enqueue(jobs, client ?? this.pool, notify);
-    await this.hooks?.afterEnqueue(rows, client, notify !== undefined);
-    return rows;
-  }
-
-  /** Reads a job by id; null when there is none. */
-  async getJob(id: string): Promise<Job | null> {
-    this.assertOpen();
-    return this.store.get(validateJobId(id));
-  }
-
-  /** Lists jobs, newest first. */
-  async listJobs(filter?: ListJobsFilter): Promise<Job[]> {
-    this.assertOpen();
-    return this.store.list(filter);
-  }
-
-  /**
-   * Cancels a job. A PENDING job becomes CANCELED; a RUNNING one becomes CANCELED too, its handler sees
-   * the request in its context, and its result is discarded. A finished job is left as it is.
-   *
-   * @throws JobNotFoundError when no job has this id.
-   */
-  async cancel(id: string, reason?: string): Promise<CancelResult> {
-    this.assertOpen();
-    const result = await this.store.cancel(validateJobId(id), reason);
-    if (!result) throw new JobNotFoundError(String(id));
-    this.hooks?.afterCancel(result);
-    return result;
-  }
-
-  /**
-   * Enqueues a chain: each step is made runnable only once the previous one SUCCEEDED; a step that ends
-   * DEAD or CANCELED stops the chain (every later step is CANCELED with the reason). A step reads its
-   * predecessor's result with `(await ctx.flow())?.previous`. All of it is in the store: safe across nodes,
-   * exactly once. `options.onComplete` runs once every step is terminal, with the counts.
-   *
-   * @throws ValidationError for a bad step (nothing is written then).
-   * @example
-   * ```ts
-   * const { flowId } = await pawl.chain([
-   *   { type: "video.download", payload: { url } },
-   *   { type: "video.transcode" },
-   *   { type: "video.publish", priority: "high" },
-   * ]);
-   * ```
-   */
-  async chain(steps: readonly ChainStep[], options?: FlowOptions): Promise<FlowHandle> {
-    return createChain(this.composition, steps, options);
-  }
-
-  /**
-   * Enqueues a batch: one child job per item (inserted in bulk: 100,000 children take a few statements),
-   * with progress counters in the store, and `onComplete` enqueued exactly once when every child is
-   * terminal, its payload a `FlowCompletion` with the succeeded / dead / canceled counts. Wakes the
-   * other nodes like an immediate enqueue.
-   *
-   * @throws ValidationError for a bad item or option (nothing is written then).
-   * @example
-   * ```ts
-   * await pawl.batch({ type: "import.row", items: rows, onComplete: { type: "import.done", payload: { file } } });
-   * ```
-   */
-  async batch<P = unknown>(input: BatchInput<P>): Promise<FlowHandle> {
-    return createBatch(this.composition, input);
-  }
-
-  /**
-   * Enqueues a workflow: a DAG of named jobs with `dependsOn`. A job runs once all its dependencies
-   * SUCCEEDED; `failurePolicy` decides what a DEAD or CANCELED job does to its dependents (`stop-dependents`,
-   * the default, cancels them; `continue` runs them with the failure recorded in `ctx.flow()`).
-   *
-   * @throws ValidationError `INVALID_FLOW` for a cycle, an unknown or duplicate name (nothing is written).
-   * @example
-   * ```ts
-   * await pawl.workflow({
-   *   jobs: [
-   *     { name: "a", type: "extract" },
-   *     { name: "b", type: "transform", dependsOn: ["a"] },
-   *     { name: "c", type: "enrich", dependsOn: ["a"] },
-   *     { name: "d", type: "load", dependsOn: ["b", "c"] },
-   *   ],
-   * });
-   * ```
-   */
-  async workflow(input: WorkflowInput): Promise<FlowHandle> {
-    return createWorkflow(this.composition, input);
-  }
-
-  /** A flow with its counters and its first `memberLimit` members (default 1000); null when there is none. */
-  async getFlow(id: string, memberLimit?: number): Promise<FlowDetail | null> {
-    return getFlow(this.composition, id, validateFlowMemberLimit(memberLimit));
-  }
-
-  /** Flows, newest first (`{ kind, state: "running" | "completed", limit }`). */
-  async listFlows(filter?: FlowListFilter): Promise<Flow[]> {
-    return listFlows(this.composition, validateFlowListFilter(filter));
-  }
-
-  /**
-   * Cancels a flow's members that have not started (and its completion job); running ones finish.
-   * Returns how many jobs were canceled. @throws FlowNotFoundError.
-   */
-  async cancelFlow(id: string, reason?: string): Promise<number> {
-    return cancelFlow(this.composition, id, reason === undefined ? undefined : validateCancelReason(reason));
-  }
-
-  /**
-   * Delivers a signal to a job parked by `ctx.waitForSignal()`: it becomes PENDING, and its next run, on any
-   * node, receives `payload`.
-   *
-   * @throws JobNotFoundError for an unknown id; JobNotWaitingError (code `NOT_WAITING`, with the job's
-   *   `status`) when the job is not parked for a signal (finished, not at its wait yet, waiting for a flow).
-   * @example
-   * ```ts
-   * await pawl.signal(jobId, { approved: true });
-   * ```
-   */
-  async signal(jobId: string, payload?: unknown): Promise<SignalResult> {
-    return signalJob(this.composition, jobId, payload);
-  }
-
-  /** Pauses a PENDING job: PAUSED, never claimed until {@link resumeJob}. @throws JobStateError otherwise. */
-  async pauseJob(id: string): Promise<Job> {
-    return pauseJob(this.composition, id);
-  }
-
-  /** Resumes a job paused by {@link pauseJob} (PENDING again, unless its queue or type is paused). */
-  async resumeJob(id: string): Promise<Job> {
-    return resumeJob(this.composition, id);
-  }
-
-  /**
-   * Pauses a queue across the cluster: its PENDING jobs become PAUSED, and so does every job of it that
-   * becomes PENDING later (enqueue, retry...), until {@link resumeQueue}. No node claims them meanwhile.
-   * Needs the role that owns pawl's tables (it creates a trigger while any pause exists).
-   *
-   * @example
-   * ```ts
-   * await pawl.pauseQueue("mail"); // the SMTP provider is down
-   * await pawl.resumeQueue("mail");
-   * ```
-   */
-  async pauseQueue(name: string): Promise<PauseResult> {
-    return pauseQueue(this.composition, name);
-  }
-
-  /** Resumes a paused queue: the jobs its pause held are PENDING again (unless their type is paused). */
-  async resumeQueue(name: string): Promise<PauseResult> {
-    return resumeQueue(this.composition, name);
-  }
-
-  /** Pauses a job type across the cluster, like {@link pauseQueue}. */
-  async pauseJobType(type: string): Promise<PauseResult> {
-    return pauseJobType(this.composition, type);
-  }
-
-  /** Resumes a paused job type. */
-  async resumeJobType(type: string): Promise<PauseResult> {
-    return resumeJobType(this.composition, type);
-  }
-
-  /** Every paused queue and job type, with the jobs each holds. */
-  async listPaused(): Promise<Pause[]> {
-    return listPaused(this.composition);
-  }
-
-  /** @internal What the composition operations (src/composition) need; checks the instance is open. */
-  protected get composition(): CompositionDeps {
-    this.assertOpen();
-    return { store: this.store, config: this.config, hooks: this.hooks, events: this.hooks?.events };
-  }
-
-  /** Closes the pool (if pawl created it). Idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.ownsPool) await this.pool.end();
-  }
-
-  protected assertOpen(): void {
-    if (this.closed) throw new PawlError("CLOSED", "this pawl instance is closed");
+  private afterCancel(result: CancelResult): void {
+    if (result.outcome !== "running-canceled") return;
+    this.runtime?.canceledHere(result);
+    if (result.job.pickedBy === this.nodeId) return;
+    this.ensureCoordinator().then(
+      (c) => c.notifyNewWork({ kind: "cancel", jobId: result.job.id, priority: 0, source: this.nodeId }),
+      (error: unknown) => this.events.emit("error", { where: "coordinator", error: toError(error) }),
+    );
   }
 }

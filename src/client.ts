@@ -1,0 +1,385 @@
+/**
+ * The public face of pawl: createPawl() returns a {@link Pawl} that enqueues, inspects and cancels jobs,
+ * and (once handlers are registered and start() is called) runs them as a node of the cluster.
+ */
+import type pg from "pg";
+import { resolveConfig, type PawlConfig, type ResolvedConfig } from "./config.js";
+import { buildNewJob, type EnqueueOptions, type NewJob, type TypeDefaults } from "./enqueue-input.js";
+import type { FoldedNotify } from "../coordinators/spi.js";
+import { JobNotFoundError, PawlError, ValidationError } from "./errors.js";
+import { createPool } from "./store/pool.js";
+import { JobStore } from "./store/job-store.js";
+import type { EnqueuedJob } from "./store/enqueue-jobs.js";
+import type { Job } from "./store/job-row.js";
+import type { CancelResult } from "./store/cancel-job.js";
+import type { ListJobsFilter } from "./store/read-jobs.js";
+import type { DeadLetterFilter, RetriedJobs } from "./store/dead-letter.js";
+import type { MigrateResult } from "./store/migrate.js";
+import { validateJobId } from "./store/job-id.js";
+import { validateCancelReason } from "./store/cancel-job.js";
+import { validateDeadLetterFilter, validateFlowListFilter, validateFlowMemberLimit } from "./filter-input.js";
+import type { Queryable } from "./store/sql.js";
+import type { PawlEventEmitter } from "./events.js";
+import type { FlowListFilter } from "./store/flow-sql.js";
+import type { CompositionDeps } from "./composition/deps.js";
+import type { BatchInput, ChainStep, FlowOptions, WorkflowInput } from "./composition/flow-input.js";
+import {
+  cancelFlow,
+  createBatch,
+  createChain,
+  createWorkflow,
+  getFlow,
+  listFlows,
+} from "./composition/flows.js";
+import type { Flow, FlowDetail, FlowHandle } from "./composition/flows.js";
+import { signalJob, type SignalResult } from "./composition/signals.js";
+import {
+  listPaused,
+  pauseJob,
+  pauseJobType,
+  pauseQueue,
+  resumeJob,
+  resumeJobType,
+  resumeQueue,
+} from "./composition/pause.js";
+import type { Pause, PauseResult } from "./composition/pause.js";
+
+/** One item of {@link Pawl.enqueueMany}: a job type, its payload, and the options of enqueue. */
+export type EnqueueItem = { type: string; payload?: unknown } & Omit<EnqueueOptions, "client">;
+
+/** The dead letter queue API. */
+export interface DeadLetterQueue {
+  /** DEAD jobs, newest first. */
+  list(filter?: DeadLetterFilter): Promise<Job[]>;
+  /**
+   * Sends DEAD jobs back to PENDING with attempts reset; returns those it sent back. A job whose unique key
+   * another live job holds is CANCELED instead (the live job wins): those are in the result's
+   * non-enumerable `duplicates`, never among the returned jobs, and the others are retried all the same.
+   */
+  retry(ids: string | readonly string[]): Promise<RetriedJobs>;
+  /** Deletes DEAD jobs matching the filter; returns how many. */
+  purge(filter?: DeadLetterFilter): Promise<number>;
+}
+
+/**
+ * Hooks the runtime installs on a Pawl: type defaults for enqueue, and what to do after jobs were
+ * enqueued or canceled (wake the local poller, publish a hint).
+ */
+export interface PawlHooks {
+  typeDefaults(type: string): TypeDefaults | undefined;
+  /**
+   * Before an insert: the notify to send from the insert statement itself (see
+   * `Coordinator.foldNotify`), or undefined to publish after it, if at all.
+   */
+  foldWakeup?(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined;
+  /**
+   * After an insert; `folded` when the insert statement carried the notify already, `released` when the
+   * jobs are existing rows made runnable again (a signal, a resume) rather than new ones.
+   */
+  afterEnqueue(
+    jobs: readonly EnqueuedJob[],
+    inTransaction: Queryable | undefined,
+    folded?: boolean,
+    released?: boolean,
+  ): Promise<void>;
+  afterCancel(result: CancelResult): void;
+  /** The node's event stream, for the events of composition (signals, pauses, flows). */
+  events?: PawlEventEmitter;
+  /**
+   * Existing jobs went back to PENDING (a signal, a resume, a timed-out wait): a claimer that only looks
+   * past its floors (claim cursors) must look at everything once.
+   */
+  afterRelease?(): void;
+}
+
+/**
+ * A pawl instance: the enqueue API over one schema, and the node runtime.
+ *
+ * @example
+ * ```ts
+ * const pawl = createPawl({ connectionString: process.env.DATABASE_URL });
+ * await pawl.migrate();
+ * const job = await pawl.enqueue("email.send", { to: "a@b.c" }, { priority: "high" });
+ * console.log((await pawl.getJob(job.id))?.status); // PENDING
+ * await pawl.close();
+ * ```
+ */
+export class PawlClient {
+  /** The resolved configuration. */
+  readonly config: ResolvedConfig;
+  /** The job store (every SQL operation), for advanced use. */
+  readonly store: JobStore;
+  /** The dead letter queue. */
+  readonly dlq: DeadLetterQueue;
+  protected readonly pool: pg.Pool;
+  protected hooks: PawlHooks | undefined;
+  private readonly ownsPool: boolean;
+  protected closed = false;
+
+  constructor(config: PawlConfig = {}) {
+    this.config = resolveConfig(config);
+    this.ownsPool = this.config.pool === undefined;
+    this.pool =
+      this.config.pool ??
+      createPool(this.config.connectionString, this.config.maxConnections, this.config.logger, "pawl");
+    this.store = new JobStore(this.pool, this.config.schema);
+    this.dlq = {
+      list: async (f) => this.store.listDead(validateDeadLetterFilter(f)),
+      retry: async (ids) => {
+        const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
+        const jobs = await this.store.retryDead(list);
+        for (const d of jobs.duplicates) {
+          this.hooks?.events?.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
+        }
+        await this.hooks?.afterEnqueue(
+          jobs.map((j) => ({ ...j, inserted: true })),
+          undefined,
+        );
+        return jobs;
+      },
+      purge: async (f) => this.store.purgeDead(validateDeadLetterFilter(f)),
+    };
+  }
+
+  /** Creates or upgrades pawl's tables in the configured schema. Idempotent; safe from many nodes at once. */
+  async migrate(): Promise<MigrateResult> {
+    this.assertOpen();
+    return this.store.migrate();
+  }
+
+  /**
+   * Enqueues a job. With `options.client` the insert runs in the caller's transaction and the job exists
+   * only once that commits.
+   *
+   * @throws ValidationError for bad input; nothing is written then.
+   */
+  async enqueue<P = unknown>(type: string, payload?: P, options?: EnqueueOptions): Promise<EnqueuedJob<P>> {
+    this.assertOpen();
+    const job = buildNewJob(
+      type,
+      payload,
+      options,
+      this.hooks?.typeDefaults(type),
+      this.config.maxPayloadBytes,
+    );
+    const [row] = await this.insert([job], options?.client);
+    return row as EnqueuedJob<P>;
+  }
+
+  /**
+   * Enqueues many jobs in one round trip. Every item is validated first; one bad item rejects the call
+   * and nothing is written.
+   */
+  async enqueueMany(
+    items: readonly EnqueueItem[],
+    options: { client?: Queryable } = {},
+  ): Promise<EnqueuedJob[]> {
+    this.assertOpen();
+    if (!Array.isArray(items))
+      throw new ValidationError("INVALID_OPTION", "enqueueMany takes an array of jobs");
+    if (items.length === 0) return [];
+    const jobs = items.map((item, i) => {
+      if (typeof item !== "object" || item === null) {
+        throw new ValidationError("INVALID_OPTION", `enqueueMany item ${i} is not an object`);
+      }
+      const { type, payload, ...opts } = item;
+      try {
+        return buildNewJob(type, payload, opts, this.hooks?.typeDefaults(type), this.config.maxPayloadBytes);
+      } catch (error) {
+        if (error instanceof PawlError) error.message = `item ${i}: ${error.message}`;
+        throw error;
+      }
+    });
+    return this.insert(jobs, options.client);
+  }
+
+  /**
+   * Inserts validated jobs (in `client`'s transaction when given) and announces them: the wakeup notify
+   * rides in the insert when the coordinator can fold it, else it is published afterwards.
+   */
+  private async insert(jobs: readonly NewJob[], client: Queryable | undefined): Promise<EnqueuedJob[]> {
+    const notify = this.hooks?.foldWakeup?.(jobs, client !== undefined);
+    const rows = await this.store.enqueue(jobs, client ?? this.pool, notify);
+    await this.hooks?.afterEnqueue(rows, client, notify !== undefined);
+    return rows;
+  }
+
+  /** Reads a job by id; null when there is none. */
+  async getJob(id: string): Promise<Job | null> {
+    this.assertOpen();
+    return this.store.get(validateJobId(id));
+  }
+
+  /** Lists jobs, newest first. */
+  async listJobs(filter?: ListJobsFilter): Promise<Job[]> {
+    this.assertOpen();
+    return this.store.list(filter);
+  }
+
+  /**
+   * Cancels a job. A PENDING job becomes CANCELED; a RUNNING one becomes CANCELED too, its handler sees
+   * the request in its context, and its result is discarded. A finished job is left as it is.
+   *
+   * @throws JobNotFoundError when no job has this id.
+   */
+  async cancel(id: string, reason?: string): Promise<CancelResult> {
+    this.assertOpen();
+    const result = await this.store.cancel(validateJobId(id), reason);
+    if (!result) throw new JobNotFoundError(String(id));
+    this.hooks?.afterCancel(result);
+    return result;
+  }
+
+  /**
+   * Enqueues a chain: each step is made runnable only once the previous one SUCCEEDED; a step that ends
+   * DEAD or CANCELED stops the chain (every later step is CANCELED with the reason). A step reads its
+   * predecessor's result with `(await ctx.flow())?.previous`. All of it is in the store: safe across nodes,
+   * exactly once. `options.onComplete` runs once every step is terminal, with the counts.
+   *
+   * @throws ValidationError for a bad step (nothing is written then).
+   * @example
+   * ```ts
+   * const { flowId } = await pawl.chain([
+   *   { type: "video.download", payload: { url } },
+   *   { type: "video.transcode" },
+   *   { type: "video.publish", priority: "high" },
+   * ]);
+   * ```
+   */
+  async chain(steps: readonly ChainStep[], options?: FlowOptions): Promise<FlowHandle> {
+    return createChain(this.composition, steps, options);
+  }
+
+  /**
+   * Enqueues a batch: one child job per item (inserted in bulk: 100,000 children take a few statements),
+   * with progress counters in the store, and `onComplete` enqueued exactly once when every child is
+   * terminal, its payload a `FlowCompletion` with the succeeded / dead / canceled counts. Wakes the
+   * other nodes like an immediate enqueue.
+   *
+   * @throws ValidationError for a bad item or option (nothing is written then).
+   * @example
+   * ```ts
+   * await pawl.batch({ type: "import.row", items: rows, onComplete: { type: "import.done", payload: { file } } });
+   * ```
+   */
+  async batch<P = unknown>(input: BatchInput<P>): Promise<FlowHandle> {
+    return createBatch(this.composition, input);
+  }
+
+  /**
+   * Enqueues a workflow: a DAG of named jobs with `dependsOn`. A job runs once all its dependencies
+   * SUCCEEDED; `failurePolicy` decides what a DEAD or CANCELED job does to its dependents (`stop-dependents`,
+   * the default, cancels them; `continue` runs them with the failure recorded in `ctx.flow()`).
+   *
+   * @throws ValidationError `INVALID_FLOW` for a cycle, an unknown or duplicate name (nothing is written).
+   * @example
+   * ```ts
+   * await pawl.workflow({
+   *   jobs: [
+   *     { name: "a", type: "extract" },
+   *     { name: "b", type: "transform", dependsOn: ["a"] },
+   *     { name: "c", type: "enrich", dependsOn: ["a"] },
+   *     { name: "d", type: "load", dependsOn: ["b", "c"] },
+   *   ],
+   * });
+   * ```
+   */
+  async workflow(input: WorkflowInput): Promise<FlowHandle> {
+    return createWorkflow(this.composition, input);
+  }
+
+  /** A flow with its counters and its first `memberLimit` members (default 1000); null when there is none. */
+  async getFlow(id: string, memberLimit?: number): Promise<FlowDetail | null> {
+    return getFlow(this.composition, id, validateFlowMemberLimit(memberLimit));
+  }
+
+  /** Flows, newest first (`{ kind, state: "running" | "completed", limit }`). */
+  async listFlows(filter?: FlowListFilter): Promise<Flow[]> {
+    return listFlows(this.composition, validateFlowListFilter(filter));
+  }
+
+  /**
+   * Cancels a flow's members that have not started (and its completion job); running ones finish.
+   * Returns how many jobs were canceled. @throws FlowNotFoundError.
+   */
+  async cancelFlow(id: string, reason?: string): Promise<number> {
+    return cancelFlow(this.composition, id, reason === undefined ? undefined : validateCancelReason(reason));
+  }
+
+  /**
+   * Delivers a signal to a job parked by `ctx.waitForSignal()`: it becomes PENDING, and its next run, on any
+   * node, receives `payload`.
+   *
+   * @throws JobNotFoundError for an unknown id; JobNotWaitingError (code `NOT_WAITING`, with the job's
+   *   `status`) when the job is not parked for a signal (finished, not at its wait yet, waiting for a flow).
+   * @example
+   * ```ts
+   * await pawl.signal(jobId, { approved: true });
+   * ```
+   */
+  async signal(jobId: string, payload?: unknown): Promise<SignalResult> {
+    return signalJob(this.composition, jobId, payload);
+  }
+
+  /** Pauses a PENDING job: PAUSED, never claimed until {@link resumeJob}. @throws JobStateError otherwise. */
+  async pauseJob(id: string): Promise<Job> {
+    return pauseJob(this.composition, id);
+  }
+
+  /** Resumes a job paused by {@link pauseJob} (PENDING again, unless its queue or type is paused). */
+  async resumeJob(id: string): Promise<Job> {
+    return resumeJob(this.composition, id);
+  }
+
+  /**
+   * Pauses a queue across the cluster: its PENDING jobs become PAUSED, and so does every job of it that
+   * becomes PENDING later (enqueue, retry...), until {@link resumeQueue}. No node claims them meanwhile.
+   * Needs the role that owns pawl's tables (it creates a trigger while any pause exists).
+   *
+   * @example
+   * ```ts
+   * await pawl.pauseQueue("mail"); // the SMTP provider is down
+   * await pawl.resumeQueue("mail");
+   * ```
+   */
+  async pauseQueue(name: string): Promise<PauseResult> {
+    return pauseQueue(this.composition, name);
+  }
+
+  /** Resumes a paused queue: the jobs its pause held are PENDING again (unless their type is paused). */
+  async resumeQueue(name: string): Promise<PauseResult> {
+    return resumeQueue(this.composition, name);
+  }
+
+  /** Pauses a job type across the cluster, like {@link pauseQueue}. */
+  async pauseJobType(type: string): Promise<PauseResult> {
+    return pauseJobType(this.composition, type);
+  }
+
+  /** Resumes a paused job type. */
+  async resumeJobType(type: string): Promise<PauseResult> {
+    return resumeJobType(this.composition, type);
+  }
+
+  /** Every paused queue and job type, with the jobs each holds. */
+  async listPaused(): Promise<Pause[]> {
+    return listPaused(this.composition);
+  }
+
+  /** @internal What the composition operations (src/composition) need; checks the instance is open. */
+  protected get composition(): CompositionDeps {
+    this.assertOpen();
+    return { store: this.store, config: this.config, hooks: this.hooks, events: this.hooks?.events };
+  }
+
+  /** Closes the pool (if pawl created it). Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  protected assertOpen(): void {
+    if (this.closed) throw new PawlError("CLOSED", "this pawl instance is closed");
+  }
+}
