@@ -3,11 +3,11 @@
  * `pawl/coordinators` and `pawl/observability`).
  */
 import type { PawlConfig } from "./config.js";
-import { Pawl } from "./pawl-runtime.js";
+import { Pawl } from "./pawl.js";
 
-export { PawlClient } from "./pawl.js";
-export { Pawl } from "./pawl-runtime.js";
-export type { StopOptions } from "./pawl-runtime.js";
+export { PawlClient } from "./client.js";
+export { Pawl } from "./pawl.js";
+export type { StopOptions } from "./pawl.js";
 export type { Handler, RegisterOptions, RetryOption } from "./runtime/registry.js";
 export type { RuntimeOptions } from "./runtime/runtime-config.js";
 export { JobContext } from "./runtime/job-context.js";
@@ -17,7 +17,7 @@ export { PawlEventEmitter } from "./events.js";
 export type { PawlEvents, PawlEventName, JobEventInfo } from "./events.js";
 export type { ActorTree, ActorNode } from "./runtime/inspect.js";
 export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators/spi.js";
-export type { EnqueueItem, DeadLetterQueue } from "./pawl.js";
+export type { EnqueueItem, DeadLetterQueue } from "./client.js";
 export type { PawlConfig, ResolvedConfig } from "./config.js";
 export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
 export { PawlError, ValidationError, JobNotFoundError, DatabaseUnavailableError } from "./errors.js";

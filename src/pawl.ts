@@ -13,7 +13,7 @@ import type { Queryable } from "./store/sql.js";
 import { onConnectionFault } from "./store/held-client.js";
 import { PawlError } from "./errors.js";
 import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "./events.js";
-import { PawlClient } from "./pawl.js";
+import { PawlClient } from "./client.js";
 import { NodeRuntime } from "./runtime/node-runtime.js";
 import {
   resolveJobType,

@@ -7,7 +7,7 @@
 import type pg from "pg";
 import type { ResolvedConfig } from "../config.js";
 import type { PawlEventEmitter } from "../events.js";
-import type { PawlHooks } from "../pawl.js";
+import type { PawlHooks } from "../client.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Job } from "../store/job-row.js";
 import { inHeldTransaction } from "../store/held-client.js";

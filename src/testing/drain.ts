@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { PawlError } from "../errors.js";
-import type { Pawl } from "../pawl-runtime.js";
+import type { Pawl } from "../pawl.js";
 import type { ClaimedJob } from "../store/claim-jobs.js";
 import { registeredTypes } from "./internals.js";
 import { runAttempt, type AttemptResult } from "./run-attempt.js";

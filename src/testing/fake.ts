@@ -8,7 +8,7 @@
 import { AssertionError } from "node:assert";
 import { buildNewJob, type EnqueueOptions, type NewJob } from "../enqueue-input.js";
 import { PawlError, ValidationError } from "../errors.js";
-import type { EnqueueItem, PawlClient } from "../pawl.js";
+import type { EnqueueItem, PawlClient } from "../client.js";
 import { typeDefaults } from "../runtime/registry.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Queryable } from "../store/sql.js";

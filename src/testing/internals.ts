@@ -4,8 +4,8 @@
  * a clear message, and nowhere else.
  */
 import { PawlError } from "../errors.js";
-import type { PawlClient } from "../pawl.js";
-import { Pawl } from "../pawl-runtime.js";
+import type { PawlClient } from "../client.js";
+import { Pawl } from "../pawl.js";
 import type { JobType } from "../runtime/registry.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions } from "../runtime/runtime-config.js";
 

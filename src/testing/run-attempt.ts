@@ -8,7 +8,7 @@
  */
 import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "../events.js";
 import { runValidator } from "../enqueue-input.js";
-import type { Pawl } from "../pawl-runtime.js";
+import type { Pawl } from "../pawl.js";
 import { watchdogSchedule } from "../logic/watchdog-schedule.js";
 import type { TaskOutcome } from "../machines/job-task-machine.js";
 import { finishAttempt, JobTimeoutError } from "../runtime/finish-attempt.js";
