@@ -8,7 +8,7 @@ import type pg from "pg";
 import type { Coordinator } from "../coordinators/spi.js";
 import { systemClock, type Clock } from "./clock.js";
 import { ValidationError } from "./errors.js";
-import { silentLogger, type Logger } from "./logger.js";
+import { guardLogger, silentLogger, type Logger } from "./logger.js";
 import { defaultMaxPayloadBytes } from "./payload.js";
 import { defaultSchema, validateSchemaName } from "./store/schema-name.js";
 import { intOption } from "./int-option.js";
@@ -249,7 +249,7 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     claimCursorFullDiscoveryMs,
     claimCursorFullDiscoveryMaxMs,
     coordinator: config.coordinator ?? process.env.PAWL_COORDINATOR ?? "none",
-    logger: config.logger ?? silentLogger,
+    logger: config.logger ? guardLogger(config.logger) : silentLogger,
     clock: config.clock ?? systemClock,
   };
 }
