@@ -1,6 +1,8 @@
 /**
- * The runtime's configuration: every field documented, defaulted and validated where it is read, with
- * environment variables for the deployment-specific ones. A bad value is a clear error at createPawl.
+ * pawl's configuration: every field documented, defaulted and validated here, once, with environment
+ * variables for the deployment-specific ones. The one {@link ResolvedConfig} feeds both the client and the
+ * node (which reads its options from `runtimeOptions`), so a bad value is a clear error at createPawl
+ * (or `new PawlClient`), never later.
  */
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
@@ -8,11 +10,17 @@ import type pg from "pg";
 import type { Coordinator } from "../coordinators/spi.js";
 import { systemClock, type Clock } from "./clock.js";
 import { ValidationError } from "./errors.js";
+import { describeValue, storableText } from "./input-text.js";
 import { guardLogger, silentLogger, type Logger } from "./logger.js";
 import { defaultMaxPayloadBytes } from "./payload.js";
 import { defaultSchema, validateSchemaName } from "./store/schema-name.js";
 import { intOption } from "./int-option.js";
-import { runtimeOptionKeys, type RuntimeOptions } from "./runtime/runtime-config.js";
+import {
+  resolveRuntimeOptions,
+  runtimeOptionKeys,
+  type ResolvedRuntimeOptions,
+  type RuntimeOptions,
+} from "./runtime/runtime-config.js";
 import { resolveQueueLimits } from "./composition/queue-config.js";
 
 /** Options of {@link createPawl}. Every field is optional. */
@@ -90,8 +98,10 @@ export interface PawlConfig extends RuntimeOptions {
 
 /** {@link PawlConfig} with defaults applied. */
 export interface ResolvedConfig {
-  /** The runtime options, as given (resolved by the runtime). */
+  /** The runtime options, as given (kept for callers that read them back; the node uses `runtimeOptions`). */
   runtime: RuntimeOptions;
+  /** The runtime options resolved and validated, with `pollIntervalMs` applied: what the node runs with. */
+  runtimeOptions: ResolvedRuntimeOptions;
   connectionString: string;
   pool: pg.Pool | undefined;
   maxConnections: number;
@@ -179,9 +189,11 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
   if (typeof nodeId !== "string" || nodeId.length === 0 || nodeId.length > 200) {
     throw new ValidationError(
       "INVALID_CONFIG",
-      `invalid nodeId ${JSON.stringify(nodeId)}: use 1-200 characters`,
+      `invalid nodeId ${describeValue(nodeId)}: use 1-200 characters`,
     );
   }
+  // The node id is written into every row it claims: text PostgreSQL refuses would fail every claim.
+  storableText("nodeId", nodeId, "INVALID_CONFIG");
   const claimMode = config.claimMode ?? "full";
   if (claimMode !== "full" && claimMode !== "lazy") {
     throw new ValidationError(
@@ -221,8 +233,13 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
   );
   const runtime: RuntimeOptions = {};
   for (const k of runtimeOptionKeys) if (config[k] !== undefined) Object.assign(runtime, { [k]: config[k] });
+  const pollIntervalMs =
+    config.pollIntervalMs === undefined
+      ? undefined
+      : intOption("pollIntervalMs", config.pollIntervalMs, 1, 3_600_000);
   return {
     runtime,
+    runtimeOptions: resolveRuntimeOptions(runtime, pollIntervalMs),
     connectionString,
     pool: config.pool,
     maxConnections: intOption("maxConnections", config.maxConnections ?? 10, 2, 1000),
@@ -231,10 +248,7 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     concurrency,
     queues: queues?.limits ?? null,
     prefetch: intOption("prefetch", config.prefetch ?? Math.min(500, concurrency * 50), 0, 100_000),
-    pollIntervalMs:
-      config.pollIntervalMs === undefined
-        ? undefined
-        : intOption("pollIntervalMs", config.pollIntervalMs, 1, 3_600_000),
+    pollIntervalMs,
     boostIntervalMs: intOption("boostIntervalMs", config.boostIntervalMs ?? 15 * 60_000, 0, 2 ** 31 - 1),
     maxPayloadBytes: intOption(
       "maxPayloadBytes",

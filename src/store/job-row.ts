@@ -139,7 +139,10 @@ export function jobColumns(alias?: string): string {
 
 /** Maps a row to a {@link Job}. */
 export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
-  const last = row.errors.at(-1);
+  // `errors` is always an array in rows pawl writes; a row written by another client or by hand may hold
+  // anything, and one odd row must not make every read of it throw.
+  const errors = Array.isArray(row.errors) ? row.errors : [];
+  const last: unknown = errors.at(-1);
   return {
     id: row.id,
     type: row.type,
@@ -154,8 +157,8 @@ export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
     pickedBy: row.picked_by,
     pickedAt: row.picked_at,
     uniqueKey: row.unique_key,
-    errors: row.errors,
-    lastError: last ? last.message : null,
+    errors,
+    lastError: lastErrorMessage(last),
     result: row.result,
     cancelReason: row.cancel_reason,
     createdAt: row.created_at,
@@ -167,4 +170,11 @@ export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
       row.status === "WAITING" ? (row.signal_state === "waiting" ? "signal" : "dependencies") : null,
     pausedBy: row.status === "PAUSED" ? (row.paused_by ?? null) : null,
   };
+}
+
+/** The message of a job's newest error record, when it has a text one. */
+function lastErrorMessage(record: unknown): string | null {
+  if (typeof record !== "object" || record === null) return null;
+  const message = (record as { message?: unknown }).message;
+  return typeof message === "string" ? message : null;
 }
