@@ -1,11 +1,12 @@
 /**
- * The public face of pawl: createPawl() returns a {@link Pawl} that enqueues, inspects and cancels jobs,
- * and (once handlers are registered and start() is called) runs them as a node of the cluster.
+ * {@link PawlClient}: enqueue, read, cancel and compose jobs over one schema, with no node. It runs no
+ * handler and joins no cluster; `Pawl` (src/pawl.ts) extends it into a node and hands it the hooks that
+ * make its writes wake running work (src/client-hooks.ts).
  */
 import type pg from "pg";
 import { resolveConfig, type PawlConfig, type ResolvedConfig } from "./config.js";
-import { buildNewJob, type EnqueueOptions, type NewJob, type TypeDefaults } from "./enqueue-input.js";
-import type { FoldedNotify } from "../coordinators/spi.js";
+import { buildNewJob, type EnqueueOptions, type NewJob } from "./enqueue-input.js";
+import type { ClientHooks, ClientNode } from "./client-hooks.js";
 import { JobNotFoundError, PawlError, ValidationError } from "./errors.js";
 import { createPool } from "./store/pool.js";
 import { JobStore } from "./store/job-store.js";
@@ -19,7 +20,6 @@ import { validateJobId } from "./store/job-id.js";
 import { validateCancelReason } from "./store/cancel-job.js";
 import { validateDeadLetterFilter, validateFlowListFilter, validateFlowMemberLimit } from "./filter-input.js";
 import type { Queryable } from "./store/sql.js";
-import type { PawlEventEmitter } from "./events.js";
 import type { FlowListFilter } from "./store/flow-sql.js";
 import type { CompositionDeps } from "./composition/deps.js";
 import type { BatchInput, ChainStep, FlowOptions, WorkflowInput } from "./composition/flow-input.js";
@@ -44,7 +44,7 @@ import {
 } from "./composition/pause.js";
 import type { Pause, PauseResult } from "./composition/pause.js";
 
-/** One item of {@link Pawl.enqueueMany}: a job type, its payload, and the options of enqueue. */
+/** One item of {@link PawlClient.enqueueMany}: a job type, its payload, and the options of enqueue. */
 export type EnqueueItem = { type: string; payload?: unknown } & Omit<EnqueueOptions, "client">;
 
 /** The dead letter queue API. */
@@ -62,46 +62,16 @@ export interface DeadLetterQueue {
 }
 
 /**
- * Hooks the runtime installs on a Pawl: type defaults for enqueue, and what to do after jobs were
- * enqueued or canceled (wake the local poller, publish a hint).
- */
-export interface PawlHooks {
-  typeDefaults(type: string): TypeDefaults | undefined;
-  /**
-   * Before an insert: the notify to send from the insert statement itself (see
-   * `Coordinator.foldNotify`), or undefined to publish after it, if at all.
-   */
-  foldWakeup?(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined;
-  /**
-   * After an insert; `folded` when the insert statement carried the notify already, `released` when the
-   * jobs are existing rows made runnable again (a signal, a resume) rather than new ones.
-   */
-  afterEnqueue(
-    jobs: readonly EnqueuedJob[],
-    inTransaction: Queryable | undefined,
-    folded?: boolean,
-    released?: boolean,
-  ): Promise<void>;
-  afterCancel(result: CancelResult): void;
-  /** The node's event stream, for the events of composition (signals, pauses, flows). */
-  events?: PawlEventEmitter;
-  /**
-   * Existing jobs went back to PENDING (a signal, a resume, a timed-out wait): a claimer that only looks
-   * past its floors (claim cursors) must look at everything once.
-   */
-  afterRelease?(): void;
-}
-
-/**
- * A pawl instance: the enqueue API over one schema, and the node runtime.
+ * The enqueue and read API over one schema, without a node: for producers, scripts and the CLI. A
+ * `Pawl` (what createPawl returns) is a PawlClient that also runs jobs.
  *
  * @example
  * ```ts
- * const pawl = createPawl({ connectionString: process.env.DATABASE_URL });
- * await pawl.migrate();
- * const job = await pawl.enqueue("email.send", { to: "a@b.c" }, { priority: "high" });
- * console.log((await pawl.getJob(job.id))?.status); // PENDING
- * await pawl.close();
+ * const client = new PawlClient({ connectionString: process.env.DATABASE_URL });
+ * await client.migrate();
+ * const job = await client.enqueue("email.send", { to: "a@b.c" }, { priority: "high" });
+ * console.log((await client.getJob(job.id))?.status); // PENDING
+ * await client.close();
  * ```
  */
 export class PawlClient {
@@ -112,12 +82,19 @@ export class PawlClient {
   /** The dead letter queue. */
   readonly dlq: DeadLetterQueue;
   protected readonly pool: pg.Pool;
-  protected hooks: PawlHooks | undefined;
+  /** The node's hooks; none for a bare client, whose writes are found by the nodes' polls. */
+  private readonly hooks: ClientHooks | undefined;
   private readonly ownsPool: boolean;
   protected closed = false;
 
-  constructor(config: PawlConfig = {}) {
-    this.config = resolveConfig(config);
+  /**
+   * @param config Validated here; a bad value throws `ValidationError` naming the field.
+   * @param node `@internal` Passed by a node that extends the client: the configuration it already resolved
+   *   (then `config` is not read again) and its hooks.
+   */
+  constructor(config: PawlConfig = {}, node?: ClientNode) {
+    this.config = node?.config ?? resolveConfig(config);
+    this.hooks = node?.hooks;
     this.ownsPool = this.config.pool === undefined;
     this.pool =
       this.config.pool ??
@@ -129,7 +106,7 @@ export class PawlClient {
         const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
         const jobs = await this.store.retryDead(list);
         for (const d of jobs.duplicates) {
-          this.hooks?.events?.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
+          this.hooks?.events.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
         }
         await this.hooks?.afterEnqueue(
           jobs.map((j) => ({ ...j, inserted: true })),
@@ -198,7 +175,7 @@ export class PawlClient {
    * rides in the insert when the coordinator can fold it, else it is published afterwards.
    */
   private async insert(jobs: readonly NewJob[], client: Queryable | undefined): Promise<EnqueuedJob[]> {
-    const notify = this.hooks?.foldWakeup?.(jobs, client !== undefined);
+    const notify = this.hooks?.foldWakeup(jobs, client !== undefined);
     const rows = await this.store.enqueue(jobs, client ?? this.pool, notify);
     await this.hooks?.afterEnqueue(rows, client, notify !== undefined);
     return rows;

@@ -1,30 +1,19 @@
 /**
- * {@link Pawl}: the enqueue API plus the node runtime. register() adds job types, start() builds the
- * actor tree and joins the cluster, stop() drains. Enqueues wake the local poller and, for urgent work,
- * publish a hint through the coordinator so other nodes wake too.
+ * {@link Pawl}: the node, a {@link PawlClient} that also runs jobs. register() adds job types, start()
+ * builds the actor tree (src/runtime/node-runtime.ts) and joins the cluster, stop() drains. What the
+ * client's writes do to running work (wake the local poller, hint the other nodes through the
+ * coordinator) is in src/node-hooks.ts, handed to the client at construction with the one resolved config.
  */
-import type { Coordinator, FoldedNotify } from "../coordinators/spi.js";
-import type { PawlConfig } from "./config.js";
-import type { EnqueuedJob } from "./store/enqueue-jobs.js";
-import type { NewJob } from "./enqueue-input.js";
-import { hintJobOfNew, hintJobOfRow, urgentHint } from "./enqueue-hints.js";
-import type { CancelResult } from "./store/cancel-job.js";
-import type { Queryable } from "./store/sql.js";
+import { resolveConfig, type PawlConfig } from "./config.js";
 import { onConnectionFault } from "./store/held-client.js";
 import { PawlError } from "./errors.js";
-import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "./events.js";
+import { PawlEventEmitter, type PawlEventName, type PawlEvents } from "./events.js";
 import { PawlClient } from "./client.js";
+import { NodeHooks } from "./node-hooks.js";
 import { NodeRuntime } from "./runtime/node-runtime.js";
-import {
-  resolveJobType,
-  typeDefaults,
-  type Handler,
-  type JobType,
-  type RegisterOptions,
-} from "./runtime/registry.js";
-import { resolveRuntimeOptions, type ResolvedRuntimeOptions } from "./runtime/runtime-config.js";
+import { resolveJobType, type Handler, type JobType, type RegisterOptions } from "./runtime/registry.js";
 import { inspectNode, type ActorTree } from "./runtime/inspect.js";
-import { createCoordinator, parseCoordinatorSpec } from "../coordinators/index.js";
+import { parseCoordinatorSpec } from "../coordinators/index.js";
 import { ClusterServices, readClusterView, type ClusterView } from "./cluster/cluster-services.js";
 import {
   listSchedules,
@@ -57,13 +46,11 @@ export interface StopOptions {
  */
 export class Pawl extends PawlClient {
   /** The typed event stream (jobs, polls, claims, breakers, coordinator). */
-  readonly events = new PawlEventEmitter();
-  private readonly types = new Map<string, JobType>();
-  private readonly runtimeOptions: ResolvedRuntimeOptions;
+  readonly events: PawlEventEmitter;
+  private readonly types: Map<string, JobType>;
+  /** The client hooks this node installed, and the coordinator they publish through. */
+  private readonly node: NodeHooks;
   private runtime: NodeRuntime | null = null;
-  private coordinator: Promise<Coordinator> | null = null;
-  /** The coordinator once started (enqueue folds its notify only then: it must never wait for a connect). */
-  private coordinatorReady: Coordinator | null = null;
   private stopping: Promise<void> | null = null;
   private keepAlive: NodeJS.Timeout | null = null;
   private offClusterEvents: (() => void) | null = null;
@@ -73,21 +60,17 @@ export class Pawl extends PawlClient {
   private readonly offConnectionFaults: () => void;
 
   constructor(config: PawlConfig = {}) {
-    super(config);
-    this.runtimeOptions = resolveRuntimeOptions(this.config.runtime, this.config.pollIntervalMs);
-    if (typeof this.config.coordinator === "string") parseCoordinatorSpec(this.config.coordinator);
-    this.hooks = {
-      typeDefaults: (type) => {
-        const t = this.types.get(type);
-        return t ? typeDefaults(t) : undefined;
-      },
-      foldWakeup: (jobs, transactional) => this.foldWakeup(jobs, transactional),
-      afterEnqueue: (jobs, tx, folded, released) =>
-        this.afterEnqueue(jobs, tx, folded === true, released === true),
-      afterCancel: (result) => this.afterCancel(result),
-      events: this.events,
-      afterRelease: () => this.runtime?.claimer.requestFullPass?.(),
-    };
+    // Resolved once, here, and handed to the client with the hooks, which must exist before it does.
+    const resolved = resolveConfig(config);
+    // A bad coordinator spec fails at construction, not at the first enqueue or start().
+    if (typeof resolved.coordinator === "string") parseCoordinatorSpec(resolved.coordinator);
+    const types = new Map<string, JobType>();
+    const events = new PawlEventEmitter();
+    const node = new NodeHooks({ config: resolved, types, events });
+    super(config, { config: resolved, hooks: node });
+    this.types = types;
+    this.events = events;
+    this.node = node;
     this.offConnectionFaults = onConnectionFault(this.pool, (fault) =>
       this.events.emit("database:connection-error", fault),
     );
@@ -147,7 +130,7 @@ export class Pawl extends PawlClient {
     this.assertOpen();
     if (this.stopping) throw new PawlError("INVALID_STATE", "this node was stopped; create a new instance");
     if (this.runtime) return;
-    const coordinator = await this.ensureCoordinator();
+    const coordinator = await this.node.coordinator();
     const c = this.config;
     // Join the cluster before claiming: first heartbeat, then recovery of this node id's previous run.
     const cluster = new ClusterServices({
@@ -156,13 +139,13 @@ export class Pawl extends PawlClient {
       nodeId: c.nodeId,
       concurrency: c.concurrency,
       transport: coordinator.status().transport,
-      options: this.runtimeOptions.cluster,
+      options: c.runtimeOptions.cluster,
       events: this.events,
       logger: c.logger.child({ nodeId: c.nodeId }),
       clock: c.clock,
-      typeDefaults: (type) => this.hooks?.typeDefaults(type),
+      typeDefaults: (type) => this.node.typeDefaults(type),
       maxPayloadBytes: c.maxPayloadBytes,
-      afterEnqueue: (jobs) => void this.hooks?.afterEnqueue(jobs, undefined),
+      afterEnqueue: (jobs) => void this.node.afterEnqueue(jobs, undefined),
       // Heartbeats get their own connection unless the caller brought the pool.
       ...(c.pool === undefined ? { heartbeatConnectionString: c.connectionString } : {}),
     });
@@ -179,7 +162,7 @@ export class Pawl extends PawlClient {
       claimMode: c.claimMode,
       boostIntervalMs: c.boostIntervalMs,
       completionFlushMs: c.completionFlushMs,
-      options: this.runtimeOptions,
+      options: c.runtimeOptions,
       store: this.store,
       types: this.types,
       events: this.events,
@@ -191,12 +174,14 @@ export class Pawl extends PawlClient {
         c.claimCursors
           ? new CursorClaimer({
               ...options,
+              store: this.store,
               discoveryMs: c.claimCursorDiscoveryMs,
               fullDiscoveryMs: c.claimCursorFullDiscoveryMs,
               fullDiscoveryMaxMs: c.claimCursorFullDiscoveryMaxMs,
             })
           : new ClassicClaimer(options),
     });
+    this.node.attach(this.runtime);
     this.runtime.start();
     cluster.start();
     // Times out parked signal waits (docs/composition.md#signals).
@@ -210,7 +195,7 @@ export class Pawl extends PawlClient {
     // Recovered orphans are PENDING again under their old ids and scheduled times, where only a full pass
     // of the claim cursors sees them (an idle node backs its full pass off to a minute): look now.
     const offRecovered = this.events.on("cluster:orphans-recovered", () => {
-      this.hooks?.afterRelease?.();
+      this.node.afterRelease();
       this.runtime?.wake("local");
     });
     this.offClusterEvents = () => {
@@ -233,6 +218,7 @@ export class Pawl extends PawlClient {
       void this.runtime?.stop(0);
       return this.stopping;
     }
+    this.node.quiesce();
     this.stopping = (async () => {
       // Maintenance stops first; the heartbeat goes on until the drain is over, so a long grace is not
       // mistaken for a death, and the node leaves the cluster once its last outcome is written.
@@ -240,10 +226,7 @@ export class Pawl extends PawlClient {
       await this.signalSweeper?.stop();
       const aborted = this.runtime ? await this.runtime.stop(graceMs) : 0;
       await this.clusterRef?.stop();
-      const coordinator = this.coordinator;
-      this.coordinator = null;
-      this.coordinatorReady = null;
-      if (coordinator) await (await coordinator).close().catch(() => {});
+      await this.node.closeCoordinator();
       this.offClusterEvents?.();
       if (this.keepAlive) clearInterval(this.keepAlive);
       this.keepAlive = null;
@@ -255,7 +238,7 @@ export class Pawl extends PawlClient {
   /** Stops the node (if started, with no grace) and closes the pool. Idempotent. */
   override async close(): Promise<void> {
     if (this.closed) return;
-    if (this.runtime || this.coordinator) await this.stop({ graceMs: 0 });
+    if (this.runtime || this.node.hasCoordinator) await this.stop({ graceMs: 0 });
     this.offConnectionFaults();
     await super.close();
   }
@@ -295,7 +278,7 @@ export class Pawl extends PawlClient {
       payload,
       options,
       {
-        typeDefaults: (type) => this.hooks?.typeDefaults(type),
+        typeDefaults: (type) => this.node.typeDefaults(type),
         maxPayloadBytes: this.config.maxPayloadBytes,
       },
     );
@@ -332,7 +315,7 @@ export class Pawl extends PawlClient {
       this.store.pool,
       this.store.tables,
       this.nodeId,
-      this.runtimeOptions.cluster.deadNodeThresholdMs,
+      this.config.runtimeOptions.cluster.deadNodeThresholdMs,
       null,
     );
   }
@@ -345,97 +328,5 @@ export class Pawl extends PawlClient {
   /** @internal The running node runtime (tests, observability). */
   get nodeRuntime(): NodeRuntime | null {
     return this.runtime;
-  }
-
-  private ensureCoordinator(): Promise<Coordinator> {
-    if (!this.coordinator) {
-      const c = this.config;
-      this.coordinator = createCoordinator(c.coordinator, {
-        nodeId: c.nodeId,
-        connectionString: c.connectionString,
-        schema: c.schema,
-        logger: c.logger,
-        clock: c.clock,
-      }).then(async (coordinator) => {
-        // Subscribed before start(), so the first `connected` is seen too. Hints that arrive before the
-        // runtime exists have nothing to wake and are dropped.
-        coordinator.onWakeup((hint) => this.runtime?.handleHint(hint));
-        coordinator.on("connected", () => {
-          this.events.emit("coordinator:connected", { transport: coordinator.status().transport });
-          // Hints sent while disconnected are gone: poll once to catch up.
-          this.runtime?.wake("coordinator");
-        });
-        coordinator.on("disconnected", (error) =>
-          this.events.emit("coordinator:disconnected", {
-            transport: coordinator.status().transport,
-            error: String(error),
-          }),
-        );
-        await coordinator.start();
-        this.coordinatorReady = coordinator;
-        return coordinator;
-      });
-    }
-    return this.coordinator;
-  }
-
-  /**
-   * The notify to send from the insert statement itself, when the enqueue is urgent and the coordinator
-   * can fold (postgres): the other nodes hear of the job as it commits, a round trip sooner.
-   */
-  private foldWakeup(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined {
-    const coordinator = this.coordinatorReady;
-    if (!coordinator?.foldNotify || this.stopping) return undefined;
-    const now = Date.now();
-    const hint = urgentHint(
-      jobs.map((j) => hintJobOfNew(j, now)),
-      this.nodeId,
-    );
-    return hint ? coordinator.foldNotify(hint, transactional) : undefined;
-  }
-
-  private async afterEnqueue(
-    jobs: readonly EnqueuedJob[],
-    tx: Queryable | undefined,
-    folded: boolean,
-    released: boolean,
-  ): Promise<void> {
-    const now = Date.now();
-    const fresh = jobs.filter((j) => j.inserted && j.status === "PENDING").map((j) => hintJobOfRow(j, now));
-    if (fresh.length === 0) return;
-    if (this.runtime && fresh.some((j) => j.due && this.types.has(j.type))) this.runtime.wake("local");
-    // Delayed jobs this node runs: it knows when they come due, and looks then (src/logic/due-times.ts).
-    this.runtime?.noteDue(
-      jobs
-        .filter((j) => j.inserted && j.status === "PENDING" && this.types.has(j.type))
-        .map((j) => ({ priority: j.priority, inMs: j.scheduledTime.getTime() - now })),
-    );
-    if (folded || this.stopping) return;
-    const urgent = urgentHint(fresh, this.nodeId);
-    if (!urgent) return;
-    const hint = released ? { ...urgent, released: true } : urgent;
-    if (tx) {
-      const coordinator = await this.ensureCoordinator();
-      const stmt = coordinator.inTransaction?.(hint);
-      if (stmt) {
-        // Delivered at commit, and never if the caller rolls back.
-        await tx.query(stmt.text, stmt.values);
-        return;
-      }
-    }
-    this.ensureCoordinator().then(
-      (c) => c.notifyNewWork(hint),
-      (error: unknown) => this.events.emit("error", { where: "coordinator", error: toError(error) }),
-    );
-  }
-
-  private afterCancel(result: CancelResult): void {
-    if (result.outcome !== "running-canceled") return;
-    this.runtime?.canceledHere(result);
-    if (result.job.pickedBy === this.nodeId) return;
-    this.ensureCoordinator().then(
-      (c) => c.notifyNewWork({ kind: "cancel", jobId: result.job.id, priority: 0, source: this.nodeId }),
-      (error: unknown) => this.events.emit("error", { where: "coordinator", error: toError(error) }),
-    );
   }
 }

@@ -7,7 +7,7 @@
 import type pg from "pg";
 import type { ResolvedConfig } from "../config.js";
 import type { PawlEventEmitter } from "../events.js";
-import type { PawlHooks } from "../client.js";
+import type { ClientHooks } from "../client-hooks.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Job } from "../store/job-row.js";
 import { inHeldTransaction } from "../store/held-client.js";
@@ -18,7 +18,7 @@ import type { Queryable } from "../store/sql.js";
 export interface CompositionDeps {
   store: JobStore;
   config: ResolvedConfig;
-  hooks: PawlHooks | undefined;
+  hooks: ClientHooks | undefined;
   /** The node's event stream (a started-or-not Pawl); absent on a bare PawlClient. */
   events: PawlEventEmitter | undefined;
 }

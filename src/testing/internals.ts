@@ -7,7 +7,7 @@ import { PawlError } from "../errors.js";
 import type { PawlClient } from "../client.js";
 import { Pawl } from "../pawl.js";
 import type { JobType } from "../runtime/registry.js";
-import { resolveRuntimeOptions, type ResolvedRuntimeOptions } from "../runtime/runtime-config.js";
+import type { ResolvedRuntimeOptions } from "../runtime/runtime-config.js";
 
 /** The registered types of a Pawl (an empty map for a bare PawlClient, which has no handlers). */
 export function registeredTypes(client: PawlClient): ReadonlyMap<string, JobType> {
@@ -20,9 +20,9 @@ export function registeredTypes(client: PawlClient): ReadonlyMap<string, JobType
   return types;
 }
 
-/** The runtime options the node would run with (timeouts, watchdog), resolved from the instance's config. */
+/** The runtime options the node runs with (timeouts, watchdog): the ones its config resolved. */
 export function runtimeOptionsOf(pawl: Pawl): ResolvedRuntimeOptions {
-  return resolveRuntimeOptions(pawl.config.runtime, pawl.config.pollIntervalMs);
+  return pawl.config.runtimeOptions;
 }
 
 /** The enqueue methods fake() and inline() replace on an instance. */

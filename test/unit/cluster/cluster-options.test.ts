@@ -57,6 +57,8 @@ describe("resolveClusterOptions", () => {
       pruneBatchSize: 10,
     });
     for (const key of clusterOptionKeys) expect(() => resolveConfig({ [key]: undefined })).not.toThrow();
-    expect(() => resolveConfig({ deadNodeThresholdMs: 1 })).not.toThrow(); // validated when the node is built
+    // Resolved once, with the rest of the config: the node reads this, and a bad value fails here.
+    expect(config.runtimeOptions.cluster).toEqual(runtime.cluster);
+    expect(() => resolveConfig({ deadNodeThresholdMs: 1 })).toThrow(ValidationError);
   });
 });

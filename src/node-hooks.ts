@@ -1,0 +1,174 @@
+/**
+ * The node's side of {@link ClientHooks}: how an enqueue, a cancel or a release reaches running work. New
+ * due work of a registered type wakes this node's poller; delayed work is noted for when it comes due;
+ * urgent work is announced to the other nodes through the coordinator, folded into the insert statement
+ * when the transport can (postgres), else published after it (at commit, inside a caller's transaction).
+ *
+ * It owns the coordinator because every hook publishes through it: the coordinator connects on first
+ * use (an enqueue before start() may need it) and closes when the node stops. It is built before the
+ * client it is handed to, so it reaches the node runtime only once start() attaches it.
+ */
+import type { Coordinator, FoldedNotify } from "../coordinators/spi.js";
+import { createCoordinator } from "../coordinators/index.js";
+import type { ClientHooks } from "./client-hooks.js";
+import type { ResolvedConfig } from "./config.js";
+import { hintJobOfNew, hintJobOfRow, urgentHint } from "./enqueue-hints.js";
+import type { NewJob, TypeDefaults } from "./enqueue-input.js";
+import { toError, type PawlEventEmitter } from "./events.js";
+import type { NodeRuntime } from "./runtime/node-runtime.js";
+import { typeDefaults, type JobType } from "./runtime/registry.js";
+import type { CancelResult } from "./store/cancel-job.js";
+import type { EnqueuedJob } from "./store/enqueue-jobs.js";
+import type { Queryable } from "./store/sql.js";
+
+/** What {@link NodeHooks} reads from its node. */
+export interface NodeHooksDeps {
+  config: ResolvedConfig;
+  /** The node's registered types (read live: a type registered after start() counts at once). */
+  types: ReadonlyMap<string, JobType>;
+  events: PawlEventEmitter;
+}
+
+/** The hooks a node hands its client, and the coordinator they publish through. */
+export class NodeHooks implements ClientHooks {
+  readonly events: PawlEventEmitter;
+  private readonly config: ResolvedConfig;
+  private readonly types: ReadonlyMap<string, JobType>;
+  private runtime: NodeRuntime | null = null;
+  private stopping = false;
+  private coordinatorPromise: Promise<Coordinator> | null = null;
+  /** The coordinator once started (enqueue folds its notify only then: it must never wait for a connect). */
+  private coordinatorReady: Coordinator | null = null;
+
+  constructor(deps: NodeHooksDeps) {
+    this.config = deps.config;
+    this.types = deps.types;
+    this.events = deps.events;
+  }
+
+  /** Connects wakeups and hints to the node runtime start() built. */
+  attach(runtime: NodeRuntime): void {
+    this.runtime = runtime;
+  }
+
+  /** The node is stopping: nothing is announced to other nodes from now on (this node claims no more). */
+  quiesce(): void {
+    this.stopping = true;
+  }
+
+  /** Whether the coordinator was ever asked for (and so may hold a connection to close). */
+  get hasCoordinator(): boolean {
+    return this.coordinatorPromise !== null;
+  }
+
+  typeDefaults(type: string): TypeDefaults | undefined {
+    const t = this.types.get(type);
+    return t ? typeDefaults(t) : undefined;
+  }
+
+  /**
+   * The notify to send from the insert statement itself, when the enqueue is urgent and the coordinator
+   * can fold (postgres): the other nodes hear of the job as it commits, a round trip sooner.
+   */
+  foldWakeup(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined {
+    const coordinator = this.coordinatorReady;
+    if (!coordinator?.foldNotify || this.stopping) return undefined;
+    const now = Date.now();
+    const hint = urgentHint(
+      jobs.map((j) => hintJobOfNew(j, now)),
+      this.config.nodeId,
+    );
+    return hint ? coordinator.foldNotify(hint, transactional) : undefined;
+  }
+
+  async afterEnqueue(
+    jobs: readonly EnqueuedJob[],
+    tx: Queryable | undefined,
+    folded = false,
+    released = false,
+  ): Promise<void> {
+    const now = Date.now();
+    const fresh = jobs.filter((j) => j.inserted && j.status === "PENDING").map((j) => hintJobOfRow(j, now));
+    if (fresh.length === 0) return;
+    if (this.runtime && fresh.some((j) => j.due && this.types.has(j.type))) this.runtime.wake("local");
+    // Delayed jobs this node runs: it knows when they come due, and looks then (src/logic/due-times.ts).
+    this.runtime?.noteDue(
+      jobs
+        .filter((j) => j.inserted && j.status === "PENDING" && this.types.has(j.type))
+        .map((j) => ({ priority: j.priority, inMs: j.scheduledTime.getTime() - now })),
+    );
+    if (folded || this.stopping) return;
+    const urgent = urgentHint(fresh, this.config.nodeId);
+    if (!urgent) return;
+    const hint = released ? { ...urgent, released: true } : urgent;
+    if (tx) {
+      const coordinator = await this.coordinator();
+      const stmt = coordinator.inTransaction?.(hint);
+      if (stmt) {
+        // Delivered at commit, and never if the caller rolls back.
+        await tx.query(stmt.text, stmt.values);
+        return;
+      }
+    }
+    this.coordinator().then(
+      (c) => c.notifyNewWork(hint),
+      (error: unknown) => this.events.emit("error", { where: "coordinator", error: toError(error) }),
+    );
+  }
+
+  afterCancel(result: CancelResult): void {
+    if (result.outcome !== "running-canceled") return;
+    this.runtime?.canceledHere(result);
+    if (result.job.pickedBy === this.config.nodeId) return;
+    this.coordinator().then(
+      (c) =>
+        c.notifyNewWork({ kind: "cancel", jobId: result.job.id, priority: 0, source: this.config.nodeId }),
+      (error: unknown) => this.events.emit("error", { where: "coordinator", error: toError(error) }),
+    );
+  }
+
+  afterRelease(): void {
+    this.runtime?.claimer.requestFullPass?.();
+  }
+
+  /** The started coordinator, connecting it on first use. */
+  coordinator(): Promise<Coordinator> {
+    if (!this.coordinatorPromise) {
+      const c = this.config;
+      this.coordinatorPromise = createCoordinator(c.coordinator, {
+        nodeId: c.nodeId,
+        connectionString: c.connectionString,
+        schema: c.schema,
+        logger: c.logger,
+        clock: c.clock,
+      }).then(async (coordinator) => {
+        // Subscribed before start(), so the first `connected` is seen too. Hints that arrive before the
+        // runtime exists have nothing to wake and are dropped.
+        coordinator.onWakeup((hint) => this.runtime?.handleHint(hint));
+        coordinator.on("connected", () => {
+          this.events.emit("coordinator:connected", { transport: coordinator.status().transport });
+          // Hints sent while disconnected are gone: poll once to catch up.
+          this.runtime?.wake("coordinator");
+        });
+        coordinator.on("disconnected", (error) =>
+          this.events.emit("coordinator:disconnected", {
+            transport: coordinator.status().transport,
+            error: String(error),
+          }),
+        );
+        await coordinator.start();
+        this.coordinatorReady = coordinator;
+        return coordinator;
+      });
+    }
+    return this.coordinatorPromise;
+  }
+
+  /** Closes the coordinator, if it was ever asked for; a later use connects a new one. */
+  async closeCoordinator(): Promise<void> {
+    const coordinator = this.coordinatorPromise;
+    this.coordinatorPromise = null;
+    this.coordinatorReady = null;
+    if (coordinator) await (await coordinator).close().catch(() => {});
+  }
+}
