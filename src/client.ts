@@ -9,7 +9,7 @@ import { buildNewJob, type EnqueueOptions, type NewJob } from "./enqueue-input.j
 import type { ClientHooks, ClientNode } from "./client-hooks.js";
 import { JobNotFoundError, PawlError, ValidationError } from "./errors.js";
 import { createPool } from "./store/pool.js";
-import { JobStore } from "./store/job-store.js";
+import { PostgresJobStore } from "./store/postgres-job-store.js";
 import type { EnqueuedJob } from "./store/enqueue-jobs.js";
 import type { Job } from "./store/job-row.js";
 import type { CancelResult } from "./store/cancel-job.js";
@@ -77,8 +77,8 @@ export interface DeadLetterQueue {
 export class PawlClient {
   /** The resolved configuration. */
   readonly config: ResolvedConfig;
-  /** The job store (every SQL operation), for advanced use. */
-  readonly store: JobStore;
+  /** The job store (every SQL operation, on PostgreSQL), for advanced use. */
+  readonly store: PostgresJobStore;
   /** The dead letter queue. */
   readonly dlq: DeadLetterQueue;
   protected readonly pool: pg.Pool;
@@ -99,7 +99,7 @@ export class PawlClient {
     this.pool =
       this.config.pool ??
       createPool(this.config.connectionString, this.config.maxConnections, this.config.logger, "pawl");
-    this.store = new JobStore(this.pool, this.config.schema);
+    this.store = new PostgresJobStore(this.pool, this.config.schema);
     this.dlq = {
       list: async (f) => this.store.listDead(validateDeadLetterFilter(f)),
       retry: async (ids) => {
@@ -176,7 +176,7 @@ export class PawlClient {
    */
   private async insert(jobs: readonly NewJob[], client: Queryable | undefined): Promise<EnqueuedJob[]> {
     const notify = this.hooks?.foldWakeup(jobs, client !== undefined);
-    const rows = await this.store.enqueue(jobs, client ?? this.pool, notify);
+    const rows = await (client ? this.store.withClient(client) : this.store).enqueue(jobs, notify);
     await this.hooks?.afterEnqueue(rows, client, notify !== undefined);
     return rows;
   }

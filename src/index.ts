@@ -28,6 +28,8 @@ export type { Job, JobStatus, JobErrorRecord } from "./store/job-row.js";
 export type { EnqueuedJob } from "./store/enqueue-jobs.js";
 export type { CancelResult } from "./store/cancel-job.js";
 export { JobStore } from "./store/job-store.js";
+export type { NodeStore } from "./store/job-store.js";
+export { PostgresJobStore } from "./store/postgres-job-store.js";
 export * from "./composition/index.js";
 export { ManualClock, systemClock } from "./clock.js";
 export type { Clock } from "./clock.js";

@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { ManualClock, systemClock } from "../../src/clock.js";
 import { JobStore } from "../../src/store/job-store.js";
+import type { PostgresJobStore } from "../../src/store/postgres-job-store.js";
 import { ClassicClaimer, type Claimer } from "../../src/store/claimer.js";
 import { CursorClaimer } from "../../src/store/claim-cursor.js";
 
@@ -166,7 +167,7 @@ async function vacuumVerbose(url: string, table: string): Promise<string> {
 }
 
 async function idleRun(
-  make: (store: JobStore) => Claimer & { poll?: CursorClaimer["poll"] },
+  make: (store: PostgresJobStore) => Claimer & { poll?: CursorClaimer["poll"] },
   pool: pg.Pool,
   explain: pg.Client,
   schema: string,

@@ -4,13 +4,11 @@
  * just became runnable through the client's `afterEnqueue` hook (local wakeup, and a hint to other nodes
  * when the work is due now), exactly as an enqueue would.
  */
-import type pg from "pg";
 import type { ResolvedConfig } from "../config.js";
 import type { PawlEventEmitter } from "../events.js";
 import type { ClientHooks } from "../client-hooks.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Job } from "../store/job-row.js";
-import { inHeldTransaction } from "../store/held-client.js";
 import type { JobStore } from "../store/job-store.js";
 import type { Queryable } from "../store/sql.js";
 
@@ -25,16 +23,14 @@ export interface CompositionDeps {
 
 /**
  * Runs `fn` in a transaction: the caller's when `client` is given (nothing is committed here), else one of
- * its own on a held connection (store/held-client.ts), committed when `fn` resolves and rolled back when it
- * throws.
+ * the store's own, committed when `fn` resolves and rolled back when it throws.
  */
-export async function inTransaction<T>(
-  pool: pg.Pool,
+export function inTransaction<T>(
+  store: JobStore,
   client: Queryable | undefined,
-  fn: (db: Queryable) => Promise<T>,
+  fn: (tx: JobStore) => Promise<T>,
 ): Promise<T> {
-  if (client) return fn(client);
-  return inHeldTransaction(pool, fn);
+  return (client ? store.withClient(client) : store).transaction(fn);
 }
 
 /** The fields of a job that the `afterEnqueue` hook reads, for announcing rows nobody read back. */
@@ -87,12 +83,13 @@ export async function announce(
   released = false,
 ): Promise<void> {
   if (released && work.length > 0) deps.hooks?.afterRelease?.();
-  const hook = deps.hooks?.afterEnqueue;
-  if (!hook) return;
+  const hooks = deps.hooks;
+  if (!hooks) return;
   const byType = new Map<string, AnnouncedWork & { id: string }>();
   for (const w of work) {
     const had = byType.get(w.type);
     if (!had || w.priority > had.priority) byType.set(w.type, w);
   }
-  for (const w of byType.values()) await hook([asEnqueued(w, w.id)], client, false, released);
+  // Called as a method: the hooks may be a class instance that needs its `this`.
+  for (const w of byType.values()) await hooks.afterEnqueue([asEnqueued(w, w.id)], client, false, released);
 }

@@ -6,21 +6,7 @@
  */
 import { validateJobId } from "../store/job-id.js";
 import type { Job } from "../store/job-row.js";
-import {
-  allocateJobIds,
-  cancelFlowMembers,
-  flowMembers,
-  insertBatchChildren,
-  insertCompletionJob,
-  insertFlow,
-  insertMembers,
-  listFlowRows,
-  readFlow,
-  type FlowFailurePolicy,
-  type FlowKind,
-  type FlowListFilter,
-  type FlowRow,
-} from "../store/flow-sql.js";
+import type { FlowFailurePolicy, FlowKind, FlowListFilter, FlowRow } from "../store/flow-sql.js";
 import { announce, inTransaction, type CompositionDeps } from "./deps.js";
 import { FlowNotFoundError } from "./errors.js";
 import {
@@ -110,19 +96,15 @@ async function createGraph(
   plan: FlowPlan,
   client: FlowOptions["client"],
 ): Promise<FlowHandle> {
-  const { store } = deps;
-  const t = store.tables;
-  const { flowId, jobs, completion } = await inTransaction(store.pool, client, async (db) => {
-    const flowId = await insertFlow(db, t, {
+  const { flowId, jobs, completion } = await inTransaction(deps.store, client, async (tx) => {
+    const flowId = await tx.insertFlow({
       kind: plan.kind,
       name: plan.name,
       policy: plan.policy,
       total: plan.members.length,
     });
-    const ids = await allocateJobIds(db, t, plan.members.length);
-    const jobs = await insertMembers(
-      db,
-      t,
+    const ids = await tx.allocateJobIds(plan.members.length);
+    const jobs = await tx.insertFlowMembers(
       flowId,
       plan.members.map((m, i) => ({
         id: ids[i] as string,
@@ -132,7 +114,7 @@ async function createGraph(
         next: (plan.dependents[i] ?? []).map((d) => ids[d] as string),
       })),
     );
-    const completion = plan.completion ? await insertCompletionJob(db, t, flowId, plan.completion) : null;
+    const completion = plan.completion ? await tx.insertCompletionJob(flowId, plan.completion) : null;
     return { flowId, jobs, completion };
   });
   deps.events?.emit("flow:created", { flowId, kind: plan.kind, total: jobs.length });
@@ -167,21 +149,17 @@ export function createWorkflow(deps: CompositionDeps, input: WorkflowInput): Pro
 /** Creates a batch (see {@link PawlClient.batch}): the flow row, its completion job, then the children in chunks. */
 export async function createBatch<P>(deps: CompositionDeps, input: BatchInput<P>): Promise<FlowHandle> {
   const plan = planBatch(input, buildContext(deps));
-  const { store } = deps;
-  const t = store.tables;
   const client = input.client;
-  const { flowId, completion } = await inTransaction(store.pool, client, async (db) => {
-    const flowId = await insertFlow(db, t, {
+  const { flowId, completion } = await inTransaction(deps.store, client, async (tx) => {
+    const flowId = await tx.insertFlow({
       kind: "batch",
       name: plan.name,
       policy: "continue",
       total: plan.payloads.length,
     });
-    const completion = plan.completion ? await insertCompletionJob(db, t, flowId, plan.completion) : null;
+    const completion = plan.completion ? await tx.insertCompletionJob(flowId, plan.completion) : null;
     for (let offset = 0; offset < plan.payloads.length; offset += batchChunkSize) {
-      await insertBatchChildren(
-        db,
-        t,
+      await tx.insertBatchChildren(
         flowId,
         plan.shared,
         plan.payloads.slice(offset, offset + batchChunkSize),
@@ -219,17 +197,16 @@ export async function getFlow(
   id: string,
   memberLimit = 1000,
 ): Promise<FlowDetail | null> {
-  const t = deps.store.tables;
-  const row = await readFlow(deps.store.pool, t, flowId(id));
+  const row = await deps.store.readFlow(flowId(id));
   if (!row) return null;
   const limit = Math.min(10_000, Math.max(0, Math.floor(memberLimit)));
-  const members = limit > 0 ? await flowMembers(deps.store.pool, t, row.id, limit) : [];
+  const members = limit > 0 ? await deps.store.flowMembers(row.id, limit) : [];
   return { ...flowFromRow(row), members };
 }
 
 /** Lists flows, newest first. */
 export async function listFlows(deps: CompositionDeps, filter?: FlowListFilter): Promise<Flow[]> {
-  return (await listFlowRows(deps.store.pool, deps.store.tables, filter)).map(flowFromRow);
+  return (await deps.store.listFlowRows(filter)).map(flowFromRow);
 }
 
 /**
@@ -243,9 +220,8 @@ export async function cancelFlow(
   id: string,
   reason = "flow canceled by request",
 ): Promise<number> {
-  const t = deps.store.tables;
   const fid = flowId(id);
-  const row = await readFlow(deps.store.pool, t, fid);
+  const row = await deps.store.readFlow(fid);
   if (!row) throw new FlowNotFoundError(fid);
-  return cancelFlowMembers(deps.store.pool, t, fid, reason);
+  return deps.store.cancelFlowMembers(fid, reason);
 }

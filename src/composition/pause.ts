@@ -8,17 +8,9 @@ import { JobNotFoundError, PawlError } from "../errors.js";
 import { validateJobType, validateQueueName } from "../enqueue-input.js";
 import { validateJobId } from "../store/job-id.js";
 import type { Job } from "../store/job-row.js";
-import {
-  listPauses,
-  pauseOneJob,
-  pauseRule,
-  resumeOneJob,
-  resumeRule,
-  type JobPauseResult,
-  type PauseKind,
-} from "../store/pause-sql.js";
+import type { JobPauseResult, PauseKind } from "../store/pause-sql.js";
 import type { DuplicateCanceled } from "../store/return-to-pending.js";
-import { announce, inTransaction, type CompositionDeps } from "./deps.js";
+import { announce, type CompositionDeps } from "./deps.js";
 import { JobStateError } from "./errors.js";
 
 /** A paused queue or job type. */
@@ -64,7 +56,7 @@ function settle(id: string, r: JobPauseResult, action: "pause" | "resume"): Job 
  */
 export async function pauseJob(deps: CompositionDeps, id: string): Promise<Job> {
   const jobId = validateJobId(id);
-  const job = settle(jobId, await pauseOneJob(deps.store.pool, deps.store.tables, jobId), "pause");
+  const job = settle(jobId, await deps.store.pauseJob(jobId), "pause");
   deps.events?.emit("job:paused", { jobId, type: job.type, queue: job.queue });
   return job;
 }
@@ -77,7 +69,7 @@ export async function pauseJob(deps: CompositionDeps, id: string): Promise<Job> 
  */
 export async function resumeJob(deps: CompositionDeps, id: string): Promise<Job> {
   const jobId = validateJobId(id);
-  const result = await resumeOneJob(deps.store.pool, deps.store.tables, jobId);
+  const result = await deps.store.resumeJob(jobId);
   const job = settle(jobId, result, "resume");
   if ("duplicate" in result && result.duplicate) {
     deps.events?.emit("job:duplicate-canceled", { ...result.duplicate, via: "resume" });
@@ -103,11 +95,7 @@ async function change(
   const { store } = deps;
   let result;
   try {
-    result = await inTransaction(store.pool, undefined, (db) =>
-      resume
-        ? resumeRule(db, store.tables, kind, name)
-        : pauseRule(db, store.tables, kind, name, deps.config.nodeId),
-    );
+    result = await (resume ? store.resumeRule(kind, name) : store.pauseRule(kind, name, deps.config.nodeId));
   } catch (error) {
     if ((error as { code?: string }).code === "55P03") {
       throw new PawlError(
@@ -159,7 +147,7 @@ export function resumeJobType(deps: CompositionDeps, type: string): Promise<Paus
 
 /** Every paused queue and job type, with the jobs each holds. */
 export async function listPaused(deps: CompositionDeps): Promise<Pause[]> {
-  const rows = await listPauses(deps.store.pool, deps.store.tables);
+  const rows = await deps.store.listPauses();
   return rows.map((r) => ({
     kind: r.kind,
     name: r.name,

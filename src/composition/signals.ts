@@ -12,16 +12,9 @@ import { toError, type PawlEventEmitter } from "../events.js";
 import { JobNotFoundError } from "../errors.js";
 import { serializePayload } from "../payload.js";
 import { validateJobId } from "../store/job-id.js";
-import type { JobStore } from "../store/job-store.js";
-import {
-  deliverSignal,
-  nextWaitDeadlineMs,
-  parkJobs,
-  timeOutWaits,
-  type Park,
-  type WokenJob,
-} from "../store/signal-sql.js";
-import { readJobComposition, type JobCompositionRow } from "../store/flow-sql.js";
+import type { NodeStore } from "../store/job-store.js";
+import type { Park, WokenJob } from "../store/signal-sql.js";
+import type { JobCompositionRow } from "../store/flow-sql.js";
 import type { DuplicateCanceled } from "../store/return-to-pending.js";
 import type { OutcomeSink } from "../runtime/outcome-writer.js";
 import { announce, type CompositionDeps } from "./deps.js";
@@ -69,7 +62,7 @@ function reportDuplicates(
 export async function signalJob(deps: CompositionDeps, id: string, payload: unknown): Promise<SignalResult> {
   const jobId = validateJobId(id);
   const json = serializePayload(payload === undefined ? null : payload, deps.config.maxPayloadBytes);
-  const result = await deliverSignal(deps.store.pool, deps.store.tables, jobId, json);
+  const result = await deps.store.deliverSignal(jobId, json);
   if ("refused" in result) {
     if (result.refused === null) throw new JobNotFoundError(jobId);
     throw new JobNotWaitingError(jobId, result.refused);
@@ -128,7 +121,7 @@ export class SignalSweeper {
     const timedOut: WokenJob[] = [];
     const duplicates: DuplicateCanceled[] = [];
     for (;;) {
-      const done = await timeOutWaits(store.pool, store.tables, this.batch);
+      const done = await store.timeOutWaits(this.batch);
       timedOut.push(...done.woken);
       duplicates.push(...done.duplicates);
       if (done.woken.length + done.duplicates.length < this.batch) break;
@@ -143,7 +136,7 @@ export class SignalSweeper {
       });
     }
     if (timedOut.length > 0) await wake(this.o.deps, timedOut);
-    return { timedOut, duplicates, nextDeadlineMs: await nextWaitDeadlineMs(store.pool, store.tables) };
+    return { timedOut, duplicates, nextDeadlineMs: await store.nextWaitDeadlineMs() };
   }
 
   /** Starts the loop (first sweep at once). */
@@ -199,15 +192,15 @@ export interface JobContextServices {
  * its handler parks it again, so it is neither lost nor held forever.
  */
 export function contextServices(
-  store: JobStore,
+  store: NodeStore,
   nodeId: string,
   writer: OutcomeSink,
   events: PawlEventEmitter,
 ): JobContextServices {
   return {
-    read: (jobId) => readJobComposition(store.pool, store.tables, jobId),
+    read: (jobId) => store.readComposition(jobId),
     park: (item, done) => {
-      parkJobs(store.pool, store.tables, nodeId, [item]).then(
+      store.park(nodeId, [item]).then(
         (ids) => done(ids.has(item.id)),
         (error: unknown) => {
           events.emit("error", { where: "park for signal", error: toError(error) });

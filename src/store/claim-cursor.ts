@@ -20,6 +20,7 @@
  */
 import type { ClaimedJob } from "./claim-jobs.js";
 import type { Claimer, ClaimerOptions } from "./claimer.js";
+import type { PostgresJobStore } from "./postgres-job-store.js";
 import { flooredClaim, fullPassClaim, seekClaim, type CursorClaimArgs } from "./claim-cursor-sql.js";
 import { CursorState, usToIso, type PassKind, type PassToken } from "./claim-cursor-state.js";
 
@@ -34,6 +35,8 @@ export const defaultClaimCursorFullDiscoveryMaxMs = 60_000;
 
 /** Options of {@link CursorClaimer}: the node's {@link ClaimerOptions} plus the cursor cadences. */
 export interface CursorClaimerOptions extends ClaimerOptions {
+  /** Cursors seek in PostgreSQL's claim index (./claim-cursor-sql.ts), so they need the PostgreSQL store. */
+  store: PostgresJobStore;
   /** The floored pass's cadence in ms of `clock` (jittered downward). Default 1000. */
   discoveryMs?: number;
   /** The full pass's cadence in ms of `clock` (jittered downward). Default 10,000. */

@@ -5,11 +5,11 @@
  */
 import type { Clock } from "../clock.js";
 import type { ClaimedJob } from "./claim-jobs.js";
-import type { JobStore } from "./job-store.js";
+import type { NodeStore } from "./job-store.js";
 
 /** What a claimer needs to know about its node. */
 export interface ClaimerOptions {
-  store: JobStore;
+  store: NodeStore;
   nodeId: string;
   boostIntervalMs: number;
   withPayload: boolean;

@@ -1,31 +1,131 @@
 /**
- * The job store: every SQL operation on jobs for one schema, bound to a pool. The runtime drives it;
- * tests and the CLI use it directly. Stateless apart from the pool, so any number can share a database.
+ * The store gateway: every statement pawl runs goes through one {@link JobStore}, an interface grouped by
+ * concept (the jobs' lifecycle, the dead letter queue, resource permits, flows, signals, pauses,
+ * transactions). Code outside src/store never sees a pool or a table name, so a node's runtime can run on
+ * the in-memory twin (src/testing/in-memory-store.ts) as well as on PostgreSQL, and the two are held to
+ * the same claim order by one contract suite (test/contract/store-contract.ts).
+ *
+ * {@link NodeStore} is the slice a node's runtime uses; the twin implements that slice. The PostgreSQL
+ * implementation is {@link PostgresJobStore}; `new JobStore(pool, schema)` still builds one.
  */
 import type { FoldedNotify } from "../../coordinators/spi.js";
-import type pg from "pg";
 import type { NewJob } from "../enqueue-input.js";
-import { cancelJob, canceledAmong, type CancelResult } from "./cancel-job.js";
-import { claimJobs, loadPayloads, type ClaimArgs, type ClaimedJob } from "./claim-jobs.js";
-import { listDead, purgeDead, retryDead, type DeadLetterFilter, type RetriedJobs } from "./dead-letter.js";
-import { enqueueJobs, type EnqueuedJob } from "./enqueue-jobs.js";
-import {
-  completeJobs,
-  killJobs,
-  rescheduleJobs,
-  retryJobs,
-  type Completion,
-  type Death,
-  type Reschedule,
-  type Retry,
-} from "./finish-jobs.js";
+import type { CancelResult } from "./cancel-job.js";
+import type { ClaimArgs, ClaimedJob } from "./claim-jobs.js";
+import type { DeadLetterFilter, RetriedJobs } from "./dead-letter.js";
+import type { EnqueuedJob } from "./enqueue-jobs.js";
+import type { Completion, Death, Reschedule, Retry } from "./finish-jobs.js";
 import type { Job } from "./job-row.js";
-import { migrate, type MigrateResult } from "./migrate.js";
-import { countJobs, getJob, listJobs, type JobCount, type ListJobsFilter } from "./read-jobs.js";
-import { tablesFor, type Queryable, type Tables } from "./sql.js";
+import type { MigrateResult } from "./migrate.js";
+import { PostgresJobStore } from "./postgres-job-store.js";
+import type { JobCount, ListJobsFilter } from "./read-jobs.js";
+import type { Queryable } from "./sql.js";
+import type { FlowStore, PauseStore, SignalStore } from "./composition-store.js";
+
+/** The jobs' lifecycle: insert, claim, finish, cancel, read. */
+export interface JobLifecycleStore {
+  /**
+   * Inserts jobs in one statement (a unique key already held by a live job returns that job with
+   * `inserted: false`). `notify`, when given, is sent from the same statement if it inserts any row.
+   */
+  enqueue(jobs: readonly NewJob[], notify?: FoldedNotify): Promise<EnqueuedJob[]>;
+  /**
+   * Claims up to `limit` due PENDING jobs of `types` (and of `queue`, when given) for `nodeId`, marking
+   * them RUNNING with the attempt counted, in claim order: effective priority (priority + age boost)
+   * descending, then scheduled time, then id.
+   */
+  claim(args: ClaimArgs): Promise<ClaimedJob[]>;
+  /** Claims one PENDING job by id for `nodeId`, due or not (pawl/testing's inline mode); null if not PENDING. */
+  claimById(id: string, nodeId: string): Promise<ClaimedJob | null>;
+  /** The payloads of jobs claimed without them (lazy claims), by id. */
+  loadPayloads(ids: readonly string[]): Promise<Map<string, unknown>>;
+  /** Marks jobs SUCCEEDED; returns the ids still RUNNING under `nodeId` (the others are left alone). */
+  complete(nodeId: string, items: readonly Completion[]): Promise<Set<string>>;
+  /** Schedules retries (or DEAD once attempts are used up); returns the ids `nodeId` still held. */
+  retry(nodeId: string, items: readonly Retry[]): Promise<Set<string>>;
+  /** Moves jobs to the dead letter queue; returns the ids `nodeId` still held. */
+  kill(nodeId: string, items: readonly Death[]): Promise<Set<string>>;
+  /** Hands jobs back to PENDING without counting the attempt; returns the ids `nodeId` still held. */
+  reschedule(nodeId: string, items: readonly Reschedule[]): Promise<Set<string>>;
+  /** Cancels a job that has not finished (null when there is no such job). */
+  cancel(id: string, reason?: string): Promise<CancelResult | null>;
+  /** Of `ids`, the ones whose row is CANCELED. */
+  canceledAmong(ids: readonly string[]): Promise<Set<string>>;
+  /** Reads one job (null when there is none). */
+  get(id: string): Promise<Job | null>;
+  /** Lists jobs, newest first. */
+  list(filter?: ListJobsFilter): Promise<Job[]>;
+  /** Counts PENDING, RUNNING and DEAD jobs by type. */
+  counts(maxTypes?: number): Promise<JobCount[]>;
+}
+
+/** The dead letter queue. */
+export interface DeadLetterStore {
+  /** DEAD jobs, newest first. */
+  listDead(filter?: DeadLetterFilter): Promise<Job[]>;
+  /** Sends DEAD jobs back to PENDING with attempts reset (a unique key held by a live job cancels them). */
+  retryDead(ids: readonly string[]): Promise<RetriedJobs>;
+  /** Deletes DEAD jobs; returns how many. */
+  purgeDead(filter?: DeadLetterFilter): Promise<number>;
+}
+
+/** Cluster-wide resource permits (one per running job of a resource, at most `capacity`). */
+export interface PermitStore {
+  /**
+   * Takes a permit of `resource` for `jobId` if fewer than `capacity` are held (idempotent per job);
+   * returns whether the job holds one now. Permits of jobs no longer RUNNING are freed first.
+   */
+  acquirePermit(resource: string, jobId: string, nodeId: string, capacity: number): Promise<boolean>;
+  /** Gives a job's permit back. */
+  releasePermit(resource: string, jobId: string): Promise<void>;
+}
+
+/** What a transaction of the gateway hands out, and the store's own housekeeping. */
+export interface TransactionStore {
+  /**
+   * Runs `fn` with a gateway whose statements share one transaction: committed when `fn` resolves,
+   * rolled back when it throws. On a gateway already bound to a transaction ({@link withClient}), `fn`
+   * joins it and nothing is committed here.
+   */
+  transaction<T>(fn: (tx: JobStore) => Promise<T>): Promise<T>;
+  /**
+   * A gateway whose statements run on `client`: the caller's own transaction (a transactional enqueue,
+   * a flow created with `client`). The caller commits or rolls back.
+   */
+  withClient(client: Queryable): JobStore;
+  /** The id of the transaction this gateway is bound to (pawl/testing's inline mode watches it). */
+  transactionId(): Promise<string | null>;
+  /** Whether a transaction id committed, aborted or is still in progress (null when unknown). */
+  transactionStatus(xid: string): Promise<"committed" | "aborted" | "in progress" | null>;
+  /** Applies pending migrations (idempotent, safe from many nodes at once). */
+  migrate(): Promise<MigrateResult>;
+  /** The store's current time (the single clock for scheduling). */
+  databaseTime(): Promise<Date>;
+}
+
+/** Every statement pawl runs on its jobs: the gateway. */
+export interface JobStore
+  extends
+    JobLifecycleStore,
+    DeadLetterStore,
+    PermitStore,
+    FlowStore,
+    SignalStore,
+    PauseStore,
+    TransactionStore {}
 
 /**
- * Every job operation for one schema.
+ * What a node's runtime needs from the store: claim, finish, cancel checks, permits, and a running job's
+ * view of its flow and signal (read, park). The in-memory twin implements exactly this.
+ */
+export type NodeStore = JobLifecycleStore &
+  PermitStore &
+  Pick<FlowStore, "readComposition"> &
+  Pick<SignalStore, "park">;
+
+/**
+ * Builds the PostgreSQL gateway: `new JobStore(pool, schema)` is `new PostgresJobStore(pool, schema)`,
+ * kept so the constructor existing code and users call goes on working.
  *
  * @example
  * ```ts
@@ -34,104 +134,4 @@ import { tablesFor, type Queryable, type Tables } from "./sql.js";
  * await store.complete("a", batch.map((j) => ({ id: j.id, resultJson: null })));
  * ```
  */
-export class JobStore {
-  /** The schema's qualified table names. */
-  readonly tables: Tables;
-
-  constructor(
-    /** The pool statements run on (unless a caller passes its own client). */
-    readonly pool: pg.Pool,
-    schema: string,
-  ) {
-    this.tables = tablesFor(schema);
-  }
-
-  /** Applies pending migrations (idempotent, safe from many nodes at once). */
-  migrate(): Promise<MigrateResult> {
-    return migrate(this.pool, this.tables.schema);
-  }
-
-  /**
-   * Inserts jobs in one statement; `db` may be the caller's transaction. `notify`, when given, is sent
-   * with pg_notify from the same statement if it inserts any row.
-   */
-  enqueue(jobs: readonly NewJob[], db: Queryable = this.pool, notify?: FoldedNotify): Promise<EnqueuedJob[]> {
-    return enqueueJobs(db, this.tables, jobs, notify);
-  }
-
-  /** Claims a batch (see {@link claimJobs}). */
-  claim(args: ClaimArgs): Promise<ClaimedJob[]> {
-    return claimJobs(this.pool, this.tables, args);
-  }
-
-  /** Loads payloads for lightweight claims. */
-  loadPayloads(ids: readonly string[]): Promise<Map<string, unknown>> {
-    return loadPayloads(this.pool, this.tables, ids);
-  }
-
-  /** Marks jobs SUCCEEDED; returns the ids this node still held. */
-  complete(nodeId: string, items: readonly Completion[]): Promise<Set<string>> {
-    return completeJobs(this.pool, this.tables, nodeId, items);
-  }
-
-  /** Schedules retries; returns the ids this node still held. */
-  retry(nodeId: string, items: readonly Retry[]): Promise<Set<string>> {
-    return retryJobs(this.pool, this.tables, nodeId, items);
-  }
-
-  /** Moves jobs to the dead letter queue; returns the ids this node still held. */
-  kill(nodeId: string, items: readonly Death[]): Promise<Set<string>> {
-    return killJobs(this.pool, this.tables, nodeId, items);
-  }
-
-  /** Hands jobs back without counting the attempt; returns the ids this node still held. */
-  reschedule(nodeId: string, items: readonly Reschedule[]): Promise<Set<string>> {
-    return rescheduleJobs(this.pool, this.tables, nodeId, items);
-  }
-
-  /** Cancels a job (null when there is no such job). */
-  cancel(id: string, reason = "canceled by request"): Promise<CancelResult | null> {
-    return cancelJob(this.pool, this.tables, id, reason);
-  }
-
-  /** Of `ids`, the ones whose row is CANCELED. */
-  canceledAmong(ids: readonly string[]): Promise<Set<string>> {
-    return canceledAmong(this.pool, this.tables, ids);
-  }
-
-  /** Reads one job. */
-  get(id: string): Promise<Job | null> {
-    return getJob(this.pool, this.tables, id);
-  }
-
-  /** Lists jobs, newest first. */
-  list(filter?: ListJobsFilter): Promise<Job[]> {
-    return listJobs(this.pool, this.tables, filter);
-  }
-
-  /** Counts PENDING, RUNNING and DEAD jobs by type. */
-  counts(maxTypes?: number): Promise<JobCount[]> {
-    return countJobs(this.pool, this.tables, maxTypes);
-  }
-
-  /** Lists the dead letter queue. */
-  listDead(filter?: DeadLetterFilter): Promise<Job[]> {
-    return listDead(this.pool, this.tables, filter);
-  }
-
-  /** Sends dead jobs back to PENDING with attempts reset. */
-  retryDead(ids: readonly string[]): Promise<RetriedJobs> {
-    return retryDead(this.pool, this.tables, ids);
-  }
-
-  /** Deletes dead jobs; returns how many. */
-  purgeDead(filter?: DeadLetterFilter): Promise<number> {
-    return purgeDead(this.pool, this.tables, filter);
-  }
-
-  /** The database's current time (the single clock for scheduling). */
-  async databaseTime(): Promise<Date> {
-    const res = await this.pool.query<{ now: Date }>("SELECT now() AS now");
-    return (res.rows[0] as { now: Date }).now;
-  }
-}
+export const JobStore = PostgresJobStore;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore } from "../../src/index.js";
+import { JobStore, PostgresJobStore } from "../../src/index.js";
 import { ManualClock } from "../../src/clock.js";
 import { buildNewJob } from "../../src/enqueue-input.js";
 import { CursorClaimer, type CursorClaimerOptions } from "../../src/store/claim-cursor.js";
@@ -11,8 +11,8 @@ let schema: string;
 let pool: pg.Pool;
 let cleanup: () => Promise<void>;
 /** Setup and assertions go through `raw`; claimers use `store`, whose pool records every statement. */
-let raw: JobStore;
-let store: JobStore;
+let raw: PostgresJobStore;
+let store: PostgresJobStore;
 const sent: string[] = [];
 
 beforeAll(async () => {

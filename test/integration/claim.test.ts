@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore } from "../../src/index.js";
+import { JobStore, PostgresJobStore } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testPool } from "../helpers/db.js";
 import { buildNewJob } from "../../src/enqueue-input.js";
@@ -8,7 +8,7 @@ import { buildNewJob } from "../../src/enqueue-input.js";
 let schema: string;
 let pool: pg.Pool;
 let cleanup: () => Promise<void>;
-let store: JobStore;
+let store: PostgresJobStore;
 
 beforeAll(async () => {
   ({ schema, pool, cleanup } = await setupSchema("claim"));

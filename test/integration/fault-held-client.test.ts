@@ -11,10 +11,9 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { inTransaction } from "../../src/composition/deps.js";
 import { acquirePermit } from "../../src/store/permits.js";
 import { createPool } from "../../src/store/pool.js";
-import { onConnectionFault, type ConnectionFault } from "../../src/store/held-client.js";
+import { inHeldTransaction, onConnectionFault, type ConnectionFault } from "../../src/store/held-client.js";
 import { tablesFor } from "../../src/store/sql.js";
 import { silentLogger } from "../../src/logger.js";
 import { createPawl, DatabaseUnavailableError } from "../../src/index.js";
@@ -69,7 +68,7 @@ describe("a FATAL on a connection pawl holds, with no query in flight", () => {
     onConnectionFault(pool, (f) => faults.push(f));
     try {
       const checkedOut = nextCheckout(pool);
-      const run = inTransaction(pool, undefined, async (db) => {
+      const run = inHeldTransaction(pool, async (db) => {
         const { rows } = await db.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
         const raw = await checkedOut;
         const closed = ended(raw);

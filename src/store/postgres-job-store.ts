@@ -1,0 +1,311 @@
+/**
+ * The PostgreSQL implementation of the store gateway ({@link JobStore}): each method runs the named
+ * statement of its table's file (claim-jobs.ts, finish-jobs.ts, flow-sql.ts, ...) on this gateway's
+ * connection. Stateless apart from the pool, so any number can share a database.
+ *
+ * A gateway runs on the pool, or, once bound with `withClient(client)` or handed out by `transaction(fn)`,
+ * on that one client: the caller's transaction or a held one (store/held-client.ts). Multi-statement
+ * operations (pause rules, permits) open their own transaction on a pool gateway and join the bound one
+ * otherwise, except permits, which always take their own (they lock the resource for their statements).
+ */
+import type pg from "pg";
+import type { FoldedNotify } from "../../coordinators/spi.js";
+import type { NewJob } from "../enqueue-input.js";
+import { cancelJob, canceledAmong, type CancelResult } from "./cancel-job.js";
+import { claimJobById, claimJobs, loadPayloads, type ClaimArgs, type ClaimedJob } from "./claim-jobs.js";
+import { listDead, purgeDead, retryDead, type DeadLetterFilter, type RetriedJobs } from "./dead-letter.js";
+import { enqueueJobs, type EnqueuedJob } from "./enqueue-jobs.js";
+import {
+  completeJobs,
+  killJobs,
+  rescheduleJobs,
+  retryJobs,
+  type Completion,
+  type Death,
+  type Reschedule,
+  type Retry,
+} from "./finish-jobs.js";
+import {
+  allocateJobIds,
+  cancelFlowMembers,
+  flowMembers,
+  insertBatchChildren,
+  insertCompletionJob,
+  insertFlow,
+  insertMembers,
+  listFlowRows,
+  readFlow,
+  readJobComposition,
+  type FlowFailurePolicy,
+  type FlowKind,
+  type FlowListFilter,
+  type FlowMemberInsert,
+  type FlowRow,
+  type JobCompositionRow,
+} from "./flow-sql.js";
+import { inHeldTransaction } from "./held-client.js";
+import type { Job } from "./job-row.js";
+import type { JobStore } from "./job-store.js";
+import { migrate, type MigrateResult } from "./migrate.js";
+import {
+  listPauses,
+  pauseOneJob,
+  pauseRule,
+  resumeOneJob,
+  resumeRule,
+  type JobPauseResult,
+  type PauseChange,
+  type PauseKind,
+  type PauseRow,
+} from "./pause-sql.js";
+import { acquirePermit, releasePermit } from "./permits.js";
+import { countJobs, getJob, listJobs, type JobCount, type ListJobsFilter } from "./read-jobs.js";
+import {
+  deliverSignal,
+  nextWaitDeadlineMs,
+  parkJobs,
+  timeOutWaits,
+  type DeliverResult,
+  type Park,
+  type TimedOutWaits,
+} from "./signal-sql.js";
+import { tablesFor, type Queryable, type Tables } from "./sql.js";
+
+/**
+ * The store gateway on PostgreSQL, for one schema.
+ *
+ * @example
+ * ```ts
+ * const store = new PostgresJobStore(pool, "pawl");
+ * await store.transaction(async (tx) => {
+ *   const [job] = await tx.enqueue([newJob]);
+ *   await tx.pauseJob(job.id);
+ * });
+ * ```
+ */
+export class PostgresJobStore implements JobStore {
+  /** The schema's qualified table names (tests and tools that write their own SQL). */
+  readonly tables: Tables;
+  /** Where statements run: the pool, or the client this gateway is bound to. */
+  private readonly db: Queryable;
+
+  constructor(
+    /** The pool: statements run on it unless the gateway is bound to a client. */
+    readonly pool: pg.Pool,
+    /** The schema name (or, for a bound copy, the pool gateway's tables, so statements stay cached). */
+    schema: string | Tables,
+    /** @internal The client a bound gateway runs on; use {@link withClient} or {@link transaction}. */
+    private readonly client?: Queryable,
+  ) {
+    this.tables = typeof schema === "string" ? tablesFor(schema) : schema;
+    this.db = client ?? pool;
+  }
+
+  // Transactions and housekeeping.
+
+  transaction<T>(fn: (tx: JobStore) => Promise<T>): Promise<T> {
+    return this.inTransaction((db) => fn(db === this.client ? this : this.withClient(db)));
+  }
+
+  /** Runs `fn` on the bound client (its transaction), else in a held transaction of its own. */
+  private inTransaction<T>(fn: (db: Queryable) => Promise<T>): Promise<T> {
+    return this.client ? fn(this.client) : inHeldTransaction(this.pool, fn);
+  }
+
+  withClient(client: Queryable): PostgresJobStore {
+    return new PostgresJobStore(this.pool, this.tables, client);
+  }
+
+  async transactionId(): Promise<string | null> {
+    if (!this.client) return null; // on the pool, every statement is a transaction of its own
+    const res = await this.client.query<{ xid: string }>("SELECT txid_current()::text AS xid");
+    return res.rows[0]?.xid ?? null;
+  }
+
+  async transactionStatus(xid: string): Promise<"committed" | "aborted" | "in progress" | null> {
+    const res = await this.db.query<{ status: "committed" | "aborted" | "in progress" | null }>(
+      "SELECT txid_status($1::bigint) AS status",
+      [xid],
+    );
+    return res.rows[0]?.status ?? null;
+  }
+
+  migrate(): Promise<MigrateResult> {
+    return migrate(this.pool, this.tables.schema);
+  }
+
+  async databaseTime(): Promise<Date> {
+    const res = await this.db.query<{ now: Date }>("SELECT now() AS now");
+    return (res.rows[0] as { now: Date }).now;
+  }
+
+  // The jobs' lifecycle.
+
+  enqueue(jobs: readonly NewJob[], notify?: FoldedNotify): Promise<EnqueuedJob[]> {
+    return enqueueJobs(this.db, this.tables, jobs, notify);
+  }
+
+  claim(args: ClaimArgs): Promise<ClaimedJob[]> {
+    return claimJobs(this.db, this.tables, args);
+  }
+
+  claimById(id: string, nodeId: string): Promise<ClaimedJob | null> {
+    return claimJobById(this.db, this.tables, id, nodeId);
+  }
+
+  loadPayloads(ids: readonly string[]): Promise<Map<string, unknown>> {
+    return loadPayloads(this.db, this.tables, ids);
+  }
+
+  complete(nodeId: string, items: readonly Completion[]): Promise<Set<string>> {
+    return completeJobs(this.db, this.tables, nodeId, items);
+  }
+
+  retry(nodeId: string, items: readonly Retry[]): Promise<Set<string>> {
+    return retryJobs(this.db, this.tables, nodeId, items);
+  }
+
+  kill(nodeId: string, items: readonly Death[]): Promise<Set<string>> {
+    return killJobs(this.db, this.tables, nodeId, items);
+  }
+
+  reschedule(nodeId: string, items: readonly Reschedule[]): Promise<Set<string>> {
+    return rescheduleJobs(this.db, this.tables, nodeId, items);
+  }
+
+  cancel(id: string, reason = "canceled by request"): Promise<CancelResult | null> {
+    return cancelJob(this.db, this.tables, id, reason);
+  }
+
+  canceledAmong(ids: readonly string[]): Promise<Set<string>> {
+    return canceledAmong(this.db, this.tables, ids);
+  }
+
+  get(id: string): Promise<Job | null> {
+    return getJob(this.db, this.tables, id);
+  }
+
+  list(filter?: ListJobsFilter): Promise<Job[]> {
+    return listJobs(this.db, this.tables, filter);
+  }
+
+  counts(maxTypes?: number): Promise<JobCount[]> {
+    return countJobs(this.db, this.tables, maxTypes);
+  }
+
+  // The dead letter queue.
+
+  listDead(filter?: DeadLetterFilter): Promise<Job[]> {
+    return listDead(this.db, this.tables, filter);
+  }
+
+  retryDead(ids: readonly string[]): Promise<RetriedJobs> {
+    return retryDead(this.db, this.tables, ids);
+  }
+
+  purgeDead(filter?: DeadLetterFilter): Promise<number> {
+    return purgeDead(this.db, this.tables, filter);
+  }
+
+  // Resource permits: always a transaction of their own on the pool (the advisory lock is theirs alone).
+
+  acquirePermit(resource: string, jobId: string, nodeId: string, capacity: number): Promise<boolean> {
+    return acquirePermit(this.pool, this.tables, resource, jobId, nodeId, capacity);
+  }
+
+  releasePermit(resource: string, jobId: string): Promise<void> {
+    return releasePermit(this.pool, this.tables, resource, jobId);
+  }
+
+  // Flows.
+
+  insertFlow(f: {
+    kind: FlowKind;
+    name: string | null;
+    policy: FlowFailurePolicy;
+    total: number;
+  }): Promise<string> {
+    return insertFlow(this.db, this.tables, f);
+  }
+
+  allocateJobIds(n: number): Promise<string[]> {
+    return allocateJobIds(this.db, this.tables, n);
+  }
+
+  insertFlowMembers(flowId: string, members: readonly FlowMemberInsert[]): Promise<Job[]> {
+    return insertMembers(this.db, this.tables, flowId, members);
+  }
+
+  insertBatchChildren(
+    flowId: string,
+    shared: NewJob,
+    payloads: readonly string[],
+    offset: number,
+  ): Promise<number> {
+    return insertBatchChildren(this.db, this.tables, flowId, shared, payloads, offset);
+  }
+
+  insertCompletionJob(flowId: string, job: NewJob): Promise<Job> {
+    return insertCompletionJob(this.db, this.tables, flowId, job);
+  }
+
+  readFlow(id: string): Promise<FlowRow | null> {
+    return readFlow(this.db, this.tables, id);
+  }
+
+  listFlowRows(filter?: FlowListFilter): Promise<FlowRow[]> {
+    return listFlowRows(this.db, this.tables, filter);
+  }
+
+  flowMembers(flowId: string, limit: number): Promise<Job[]> {
+    return flowMembers(this.db, this.tables, flowId, limit);
+  }
+
+  cancelFlowMembers(flowId: string, reason: string): Promise<number> {
+    return cancelFlowMembers(this.db, this.tables, flowId, reason);
+  }
+
+  readComposition(jobId: string): Promise<JobCompositionRow | null> {
+    return readJobComposition(this.db, this.tables, jobId);
+  }
+
+  // Signals.
+
+  park(nodeId: string, items: readonly Park[]): Promise<Set<string>> {
+    return parkJobs(this.db, this.tables, nodeId, items);
+  }
+
+  deliverSignal(id: string, payloadJson: string): Promise<DeliverResult> {
+    return deliverSignal(this.db, this.tables, id, payloadJson);
+  }
+
+  timeOutWaits(limit: number): Promise<TimedOutWaits> {
+    return timeOutWaits(this.db, this.tables, limit);
+  }
+
+  nextWaitDeadlineMs(): Promise<number | null> {
+    return nextWaitDeadlineMs(this.db, this.tables);
+  }
+
+  // Pauses: a rule locks the job table, so it runs in a transaction (its own, or the bound one).
+
+  pauseRule(kind: PauseKind, name: string, by: string): Promise<PauseChange> {
+    return this.inTransaction((db) => pauseRule(db, this.tables, kind, name, by));
+  }
+
+  resumeRule(kind: PauseKind, name: string): Promise<PauseChange> {
+    return this.inTransaction((db) => resumeRule(db, this.tables, kind, name));
+  }
+
+  listPauses(): Promise<PauseRow[]> {
+    return listPauses(this.db, this.tables);
+  }
+
+  pauseJob(id: string): Promise<JobPauseResult> {
+    return pauseOneJob(this.db, this.tables, id);
+  }
+
+  resumeJob(id: string): Promise<JobPauseResult> {
+    return resumeOneJob(this.db, this.tables, id);
+  }
+}
