@@ -1,11 +1,13 @@
 /**
  * `pawl/coordinators`: the wakeup transports behind one factory.
  *
- * {@link createCoordinator} turns a spec string into a started-on-demand coordinator. Each network
+ * {@link createCoordinator} turns a spec string into a coordinator, not yet started. Each network
  * transport is loaded with a dynamic `import()` when chosen, so an application using LISTEN/NOTIFY never
- * loads amqplib or hazelcast-client (and need not install them). Everything exported statically here is
- * free of client libraries: the SPI types, spec parsing, the shared building blocks for writing a custom
- * transport, and the dependency-free `none` and `in-memory` coordinators.
+ * loads amqplib or hazelcast-client (both are regular dependencies of the package, so they are installed,
+ * but their code and connection machinery stay out of the process). Everything exported statically here
+ * is free of client libraries: the SPI types, spec parsing, the shared building blocks for writing a
+ * custom transport, and the dependency-free `none` and `in-memory` coordinators. This file is the only
+ * entry point: the transport folders have no index of their own.
  */
 import { ValidationError } from "../src/errors.js";
 import type { CoordinatorOptions } from "./coordinator-options.js";
@@ -45,8 +47,16 @@ export {
   MAX_ENCODED_HINT_BYTES,
 } from "./hint-codec.js";
 export { redactUrl } from "./redact.js";
-export * from "./none/index.js";
-export * from "./in-memory/index.js";
+export { NoneCoordinator } from "./none/none-coordinator.js";
+export { parseNoneSpec, type NoneCoordinatorConfig } from "./none/none-config.js";
+export { InMemoryCoordinator } from "./in-memory/in-memory-coordinator.js";
+export { InMemoryBus, publishRawInMemory, type BusMember } from "./in-memory/in-memory-bus.js";
+export {
+  DEFAULT_IN_MEMORY_BUS,
+  parseInMemorySpec,
+  validateInMemoryConfig,
+  type InMemoryCoordinatorConfig,
+} from "./in-memory/in-memory-config.js";
 export {
   parsePostgresSpec,
   postgresChannelName,
