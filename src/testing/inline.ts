@@ -20,7 +20,6 @@ import type { EnqueueItem } from "../client.js";
 import type { Pawl } from "../pawl.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Queryable } from "../store/sql.js";
-import { claimJobById } from "../store/claim-jobs.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
 import { runAttempt, type AttemptResult } from "./run-attempt.js";
 
@@ -135,7 +134,7 @@ export function inline<T>(
     for (const { id, type: name } of jobs) {
       const type = registeredTypes(pawl).get(name);
       if (!type) continue;
-      const claimed = await claimJobById(pawl.store.pool, pawl.store.tables, id, nodeId);
+      const claimed = await pawl.store.claimById(id, nodeId);
       if (!claimed) continue; // rolled back, canceled, or taken by a node
       const result = await depth.run((depth.getStore() ?? 0) + 1, () =>
         runAttempt(pawl, claimed, type, nodeId),
@@ -169,9 +168,8 @@ export function inline<T>(
       .filter((j) => j.inserted && j.status === "PENDING")
       .map(({ id, type }) => ({ id, type }));
     if (fresh.length === 0) return;
-    const res = await client.query<{ xid: string }>("SELECT txid_current()::text AS xid");
-    const xid = res.rows[0]?.xid;
-    if (xid !== undefined) waiting.push({ xid, jobs: fresh });
+    const xid = await pawl.store.withClient(client).transactionId();
+    if (xid !== null) waiting.push({ xid, jobs: fresh });
   };
 
   const flush = async (): Promise<AttemptResult[]> => {
@@ -180,11 +178,7 @@ export function inline<T>(
     const ran: AttemptResult[] = [];
     const open: Waiting[] = [];
     for (const entry of entries) {
-      const res = await pawl.store.pool.query<{ status: string | null }>(
-        "SELECT txid_status($1::bigint) AS status",
-        [entry.xid],
-      );
-      const status = res.rows[0]?.status;
+      const status = await pawl.store.transactionStatus(entry.xid);
       if (status === "in progress") open.push(entry);
       else if (status !== "aborted") ran.push(...(await runIds(entry.jobs)));
     }
