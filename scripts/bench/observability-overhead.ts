@@ -7,7 +7,7 @@
  * (which cancels slow drift of a shared machine; the load average is printed too). `--stream` adds a third variant with one SSE client following every actor
  * (a debugging session, not a steady state). A warm-up drain runs first and is not counted.
  *
- *   npx tsx observability/bench-overhead.ts [--jobs N] [--concurrency N] [--runs N] [--scrape-ms N] [--stream] [--json]
+ *   npx tsx scripts/bench/observability-overhead.ts [--jobs N] [--concurrency N] [--runs N] [--scrape-ms N] [--stream] [--json]
  *
  * Uses DATABASE_URL (default: the local `postgres` database) and schema pawl_bench_obs.
  */
@@ -16,8 +16,8 @@ import { loadavg } from "node:os";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import pg from "pg";
-import { createPawl } from "../src/index.js";
-import { createInspector, createMetrics, metricsHandler } from "./index.js";
+import { createPawl } from "../../src/index.js";
+import { createInspector, createMetrics, metricsHandler } from "../../observability/index.js";
 
 type Variant = "off" | "on" | "on+stream";
 
