@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../../src/errors.js";
+import { thrown } from "../../helpers/thrown.js";
 import {
   applyJitter,
   backoffDelayMs,
@@ -8,16 +8,6 @@ import {
   retryDelayMs,
 } from "../../../src/logic/backoff.js";
 import type { RetryPolicy } from "../../../src/logic/backoff.js";
-
-function thrown(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error("expected a ValidationError, nothing was thrown");
-}
 
 const policy = (p: Partial<RetryPolicy>): RetryPolicy => ({ ...defaultRetryPolicy, ...p });
 

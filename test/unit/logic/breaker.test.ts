@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../../src/errors.js";
+import { thrown } from "../../helpers/thrown.js";
 import {
   breakerAllow,
   breakerRecord,
@@ -8,16 +8,6 @@ import {
   resolveBreakerConfig,
 } from "../../../src/logic/breaker.js";
 import type { BreakerConfig, BreakerDecision, BreakerSnapshot } from "../../../src/logic/breaker.js";
-
-function thrown(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error("expected a ValidationError, nothing was thrown");
-}
 
 /**
  * Runs a scenario script of space-separated steps: `allow@t` asks breakerAllow at t; `ok@t` / `fail@t` records

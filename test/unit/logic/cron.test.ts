@@ -1,17 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ValidationError } from "../../../src/errors.js";
+import { thrown } from "../../helpers/thrown.js";
 import { nextFire, planFire, validateCron } from "../../../src/logic/cron.js";
 import type { MissedFirePolicy } from "../../../src/logic/cron.js";
-
-function thrown(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error("expected a ValidationError, nothing was thrown");
-}
 
 /** "2024-01-01 03:00[:ss.mmm]" in UTC, to ms. */
 const at = (utc: string): number => Date.parse(`${utc.replace(" ", "T")}Z`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../../src/errors.js";
+import { thrown } from "../../helpers/thrown.js";
 import {
   afterPoll,
   afterWakeup,
@@ -20,16 +20,6 @@ const state = (over: Partial<PollingState> = {}): PollingState => ({
   ...initialPollingState(0, cfg),
   ...over,
 });
-
-function thrown(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error("expected a ValidationError, nothing was thrown");
-}
 
 describe("resolvePollingConfig", () => {
   it("has the reference defaults", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../../src/errors.js";
+import { thrown } from "../../helpers/thrown.js";
 import {
   defaultTimeoutMs,
   defaultWatchdogConfig,
@@ -9,16 +9,6 @@ import {
   watchdogSchedule,
 } from "../../../src/logic/watchdog-schedule.js";
 import type { WatchdogConfig, WatchdogStep } from "../../../src/logic/watchdog-schedule.js";
-
-function thrown(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error("expected a ValidationError, nothing was thrown");
-}
 
 /** Compact form of a schedule, relative to the start: "cancel@700 soft@800 hard@1000". */
 function show(steps: readonly WatchdogStep[], startedAt: number): string {
