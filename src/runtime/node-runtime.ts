@@ -3,6 +3,7 @@
  * the machines' effects, and connects them to the store, the coordinator and the event stream. It holds
  * the local buffer of claimed jobs and the free-slot list; every decision stays in the machines and the
  * pure functions they call.
+ * Pawl.start() (src/pawl.ts) creates one per started node; it knows nothing of the client API.
  */
 import { createActor, type Actor, type AnyActorRef } from "xstate";
 import type { Coordinator, WakeupHint } from "../../coordinators/spi.js";
