@@ -37,7 +37,9 @@ export { consoleLogger, silentLogger } from "./logger.js";
 export type { Logger, LogFields } from "./logger.js";
 
 /**
- * Creates a pawl instance.
+ * Creates a pawl node: a {@link Pawl}, which enqueues and reads like a {@link PawlClient} and also runs
+ * the handlers registered on it once started. Use `new PawlClient(config)` for a process that only
+ * enqueues and reads.
  *
  * @example
  * ```ts
