@@ -1,0 +1,168 @@
+/**
+ * The store contract: one test body run against the PostgreSQL store (test/contract/store-postgres.test.ts)
+ * and the in-memory twin (test/contract/store-in-memory.test.ts), so the twin the runtime tests rely on
+ * cannot drift from the SQL. Times are fixed: every job has an explicit `runAt` and every claim an explicit
+ * `now`, so PostgreSQL's now() and the twin's clock never enter the comparison.
+ */
+import { beforeEach, describe, expect, it } from "vitest";
+import type { NewJob } from "../../src/enqueue-input.js";
+import type { NodeStore } from "../../src/store/job-store.js";
+
+/** A fresh, empty store per test. */
+export interface StoreUnderTest {
+  store: NodeStore;
+}
+
+const t0 = Date.parse("2030-01-01T00:00:00Z");
+const minute = 60_000;
+
+/** A job of type `type` (default `a`), due `agoMs` before t0 (negative: not yet due). */
+function job(label: string, priority: number, agoMs: number, extra: Partial<NewJob> = {}): NewJob {
+  return {
+    type: "a",
+    queue: "default",
+    payloadJson: JSON.stringify({ label }),
+    priority,
+    runAt: new Date(t0 - agoMs),
+    delayMs: 0,
+    timeoutMs: null,
+    maxAttempts: 5,
+    uniqueKey: null,
+    ...extra,
+  };
+}
+
+const error = { attempt: 1, name: "Error", message: "boom" };
+
+/** Runs the contract against the stores `fresh` builds (one per test). */
+export function describeStoreContract(name: string, fresh: () => Promise<StoreUnderTest>): void {
+  describe(`store contract: ${name}`, () => {
+    let store: NodeStore;
+    beforeEach(async () => {
+      store = (await fresh()).store;
+    });
+
+    /** Enqueues `jobs` and returns label -> id. */
+    async function seed(jobs: NewJob[]): Promise<Map<string, string>> {
+      const rows = await store.enqueue(jobs);
+      return new Map(rows.map((r) => [(r.payload as { label: string }).label, r.id]));
+    }
+
+    const claimArgs = {
+      nodeId: "n1",
+      types: ["a"],
+      boostIntervalMs: 10 * minute,
+      withPayload: true,
+      now: new Date(t0),
+    };
+
+    it("claims due jobs of the given types by priority + age boost, then scheduled time, then id", async () => {
+      await seed([
+        job("fresh-high", 50, 0),
+        job("old-low", 45, 60 * minute), // boost 6: effective 51, ahead of fresh-high
+        job("tie-1", 30, 5 * minute),
+        job("tie-2", 30, 5 * minute), // same level and time: id order
+        job("older-same-level", 30, 8 * minute), // same effective (30) as the ties, older: first of them
+        job("not-due", 100, -minute),
+        job("other-type", 100, minute, { type: "b" }),
+      ]);
+      const claimed = await store.claim({ ...claimArgs, limit: 10 });
+      expect(claimed.map((j) => (j.payload as { label: string }).label)).toEqual([
+        "old-low",
+        "fresh-high",
+        "older-same-level",
+        "tie-1",
+        "tie-2",
+      ]);
+      expect(claimed.map((j) => [j.boost, j.attempt])).toEqual([
+        [6, 1],
+        [0, 1],
+        [0, 1],
+        [0, 1],
+        [0, 1],
+      ]);
+    });
+
+    it("takes at most `limit`, the best first, and the next claim continues where it stopped", async () => {
+      const ids = await seed([job("p10", 10, 0), job("p30", 30, 0), job("p20", 20, 0)]);
+      const first = await store.claim({ ...claimArgs, limit: 2 });
+      const second = await store.claim({ ...claimArgs, limit: 2 });
+      expect(first.map((j) => j.id)).toEqual([ids.get("p30"), ids.get("p20")]);
+      expect(second.map((j) => j.id)).toEqual([ids.get("p10")]);
+      expect(await store.claim({ ...claimArgs, limit: 2 })).toEqual([]);
+    });
+
+    it("claims only the named queue when one is given, and no payload on the lazy path", async () => {
+      const ids = await seed([job("q", 10, 0, { queue: "mail" }), job("d", 90, 0)]);
+      const claimed = await store.claim({ ...claimArgs, limit: 5, queue: "mail", withPayload: false });
+      expect(claimed.map((j) => [j.id, j.queue, "payload" in j])).toEqual([[ids.get("q"), "mail", false]]);
+      expect((await store.loadPayloads([ids.get("q") as string])).get(ids.get("q") as string)).toEqual({
+        label: "q",
+      });
+    });
+
+    it("writes outcomes only for rows RUNNING under the writing node", async () => {
+      const ids = await seed([job("c", 10, 0), job("r", 10, 0), job("k", 10, 0), job("s", 10, 0)]);
+      await store.claim({ ...claimArgs, limit: 4 });
+      const id = (l: string) => ids.get(l) as string;
+      expect(await store.complete("n2", [{ id: id("c"), resultJson: "1" }])).toEqual(new Set());
+      expect(await store.complete("n1", [{ id: id("c"), resultJson: '{"ok":true}' }])).toEqual(
+        new Set([id("c")]),
+      );
+      expect(await store.complete("n1", [{ id: id("c"), resultJson: null }])).toEqual(new Set());
+      expect(await store.retry("n1", [{ id: id("r"), delayMs: 0, error }])).toEqual(new Set([id("r")]));
+      expect(await store.kill("n1", [{ id: id("k"), error }])).toEqual(new Set([id("k")]));
+      expect(await store.reschedule("n1", [{ id: id("s"), delayMs: 0 }])).toEqual(new Set([id("s")]));
+      const read = async (l: string) => {
+        const j = await store.get(id(l));
+        return [j?.status, j?.attempts, j?.pickedBy, j?.lastError];
+      };
+      expect((await store.get(id("c")))?.result).toEqual({ ok: true });
+      expect(await read("c")).toEqual(["SUCCEEDED", 1, "n1", null]);
+      expect(await read("r")).toEqual(["PENDING", 1, null, "boom"]);
+      expect(await read("k")).toEqual(["DEAD", 1, "n1", "boom"]);
+      expect(await read("s")).toEqual(["PENDING", 0, null, null]);
+    });
+
+    it("cancels: a running job's outcome no longer lands, and canceledAmong names it", async () => {
+      const ids = await seed([job("x", 10, 0), job("y", 10, 0)]);
+      await store.claim({ ...claimArgs, limit: 1 });
+      const x = ids.get("x") as string;
+      const y = ids.get("y") as string;
+      expect((await store.cancel(x, "stop"))?.outcome).toBe("running-canceled");
+      expect((await store.cancel(y))?.outcome).toBe("canceled");
+      expect((await store.cancel(y))?.outcome).toBe("already-final");
+      expect(await store.cancel("999999")).toBeNull();
+      expect(await store.canceledAmong([x, y, "999999"])).toEqual(new Set([x, y]));
+      expect(await store.complete("n1", [{ id: x, resultJson: null }])).toEqual(new Set());
+      expect((await store.get(x))?.cancelReason).toBe("stop");
+    });
+
+    it("holds a unique key for at most one live job", async () => {
+      const [first] = await store.enqueue([job("u1", 10, 0, { uniqueKey: "k" })]);
+      const [again] = await store.enqueue([job("u2", 10, 0, { uniqueKey: "k" })]);
+      expect([again?.id, again?.inserted]).toEqual([first?.id, false]);
+      await store.claim({ ...claimArgs, limit: 1 });
+      const [whileRunning] = await store.enqueue([job("u3", 10, 0, { uniqueKey: "k" })]);
+      expect([whileRunning?.id, whileRunning?.inserted]).toEqual([first?.id, false]);
+      await store.complete("n1", [{ id: first?.id as string, resultJson: null }]);
+      const [after] = await store.enqueue([job("u4", 10, 0, { uniqueKey: "k" })]);
+      expect(after?.inserted).toBe(true);
+      expect(after?.id).not.toBe(first?.id);
+    });
+
+    it("grants at most `capacity` permits per resource, idempotently, and frees those of finished jobs", async () => {
+      const ids = await seed([job("p", 10, 0), job("q", 10, 0), job("r", 10, 0)]);
+      await store.claim({ ...claimArgs, limit: 3 });
+      const [p, q, r] = ["p", "q", "r"].map((l) => ids.get(l) as string) as [string, string, string];
+      expect(await store.acquirePermit("db", p, "n1", 1)).toBe(true);
+      expect(await store.acquirePermit("db", p, "n1", 1)).toBe(true);
+      expect(await store.acquirePermit("db", q, "n1", 1)).toBe(false);
+      await store.releasePermit("db", p);
+      expect(await store.acquirePermit("db", q, "n1", 1)).toBe(true);
+      // q's release is lost, but q is no longer RUNNING: its permit is freed on the next acquisition.
+      await store.complete("n1", [{ id: q, resultJson: null }]);
+      expect(await store.acquirePermit("db", r, "n1", 1)).toBe(true);
+    });
+  });
+}
