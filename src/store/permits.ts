@@ -29,10 +29,11 @@ export async function acquirePermit(
        AND NOT EXISTS (SELECT 1 FROM ${t.jobs} j WHERE j.id = p.job_id AND j.status = 'RUNNING')`,
       [resource],
     );
+    // The job's own permit is not counted, so a job that holds one at capacity keeps it (idempotent).
     const res = await db.query(
       `INSERT INTO ${t.permits} (resource, job_id, node_id)
        SELECT $1, $2, $3
-       WHERE (SELECT count(*) FROM ${t.permits} WHERE resource = $1) < $4
+       WHERE (SELECT count(*) FROM ${t.permits} WHERE resource = $1 AND job_id <> $2) < $4
        ON CONFLICT (resource, job_id) DO UPDATE SET node_id = EXCLUDED.node_id
        RETURNING job_id`,
       [resource, jobId, nodeId, capacity],
