@@ -84,3 +84,21 @@ export class DatabaseUnavailableError extends PawlError {
     this.maybeWritten = maybeWritten;
   }
 }
+
+/**
+ * The error an attempt ends with when it reaches its hard deadline (the watchdog's `hard-timeout` step).
+ * Recorded in the job's error list under the name `JobTimeoutError`; the attempt counts, and the job is
+ * retried or DEAD like any failure.
+ *
+ * @example
+ * ```ts
+ * const job = await pawl.getJob(id);
+ * const timedOut = job?.errors.some((e) => e.name === "JobTimeoutError");
+ * ```
+ */
+export class JobTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`attempt timed out after ${timeoutMs} ms`);
+    this.name = "JobTimeoutError";
+  }
+}

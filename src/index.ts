@@ -12,7 +12,7 @@ export type { Handler, RegisterOptions, RetryOption } from "./runtime/registry.j
 export type { RuntimeOptions } from "./runtime/runtime-config.js";
 export { JobContext } from "./runtime/job-context.js";
 export { Snooze, Discard, NonRetryableError, CancellationRequestedError } from "./runtime/job-errors.js";
-export { JobTimeoutError } from "./runtime/finish-attempt.js";
+export { JobTimeoutError } from "./errors.js";
 export { PawlEventEmitter } from "./events.js";
 export type { PawlEvents, PawlEventName, JobEventInfo } from "./events.js";
 export type { ActorTree, ActorNode } from "./runtime/inspect.js";
@@ -31,6 +31,7 @@ export { JobStore } from "./store/job-store.js";
 export type { NodeStore } from "./store/job-store.js";
 export { PostgresJobStore } from "./store/postgres-job-store.js";
 export * from "./composition/index.js";
+export type { LaneView } from "./runtime/lanes.js";
 export { ManualClock, systemClock } from "./clock.js";
 export type { Clock } from "./clock.js";
 export { consoleLogger, silentLogger } from "./logger.js";

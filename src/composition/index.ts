@@ -18,6 +18,5 @@ export type { Flow, FlowDetail, FlowHandle } from "./flows.js";
 export type { FlowContext, SignalDelivery, WaitForSignalOptions } from "./job-composition.js";
 export type { SignalResult } from "./signals.js";
 export type { Pause, PauseResult } from "./pause.js";
-export type { LaneView } from "./queue-lanes.js";
 export type { FlowFailurePolicy, FlowKind, FlowListFilter } from "../store/flow-sql.js";
 export type { PauseKind } from "../store/pause-sql.js";

@@ -16,7 +16,7 @@ import type { NodeStore } from "../store/job-store.js";
 import type { Park, WokenJob } from "../store/signal-sql.js";
 import type { JobCompositionRow } from "../store/flow-sql.js";
 import type { DuplicateCanceled } from "../store/return-to-pending.js";
-import type { OutcomeSink } from "../runtime/outcome-writer.js";
+import type { OutcomeSink } from "../store/outcome-sink.js";
 import { announce, type CompositionDeps } from "./deps.js";
 import { JobNotWaitingError } from "./errors.js";
 

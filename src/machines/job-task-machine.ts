@@ -8,15 +8,20 @@
  * - `loading`: the lightweight claim path; the payload is loaded (`loadPayload`).
  * - `checkingCancellation`: the job waited in the local buffer long enough that it may have been
  *   canceled since its claim; the store is asked again (`checkCancellation`, batched by the runtime).
- * - `gating` (transient): the payload is validated (an invalid one is DEAD at once, before it can call
- *   anything); the circuit breaker of the job's service is consulted (an OPEN breaker hands the job back
- *   for the open window without using an attempt) and, when it admits the job, the admission is recorded
- *   at once (`admitBreaker`); a job with a resource goes to `acquiringPermit`, any other to `running`.
+ * - `validating` (transient): the payload is validated (`validatePayload`, which keeps the verdict on the
+ *   attempt); an invalid one is DEAD at once, before it can call anything or take a breaker trial.
+ * - `gating` (transient): the circuit breaker of the job's service is consulted (`decideBreaker`, which
+ *   keeps the decision on the attempt; an OPEN breaker hands the job back for the open window without
+ *   using an attempt) and, when it admits the job, the admission is recorded at once (`admitBreaker`); a
+ *   job with a resource goes to `acquiringPermit`, any other to `running`.
  * - `acquiringPermit`: a cluster-wide permit for the job's resource is requested; a saturated resource
  *   hands the job back after a delay without using an attempt.
  * - `running`: the handler runs with its context bound; the watchdog is armed. `SETTLED` carries the
  *   handler's outcome, `TIMED_OUT` comes from the watchdog's hard deadline, `ABORT` from shutdown. `CANCEL`
  *   sets the attempt's cancellation request and stays.
+ *
+ * Guards only read: what they decide on (the validator's verdict, the breaker's decision) is computed by
+ * the entry actions of the transient states before it, in the same macrostep.
  *
  * Every effect receives the slot number as its parameter. Every way out goes back to `idle` through the
  * `finish` action, which records the outcome (batched),
@@ -105,6 +110,8 @@ export const jobTaskMachine = setup({
     acquirePermit: (_, _slot: number) => {},
     runHandler: (_, _slot: number) => {},
     requestCancellation: (_, _slot: number) => {},
+    validatePayload: (_, _slot: number) => {},
+    decideBreaker: (_, _slot: number) => {},
     admitBreaker: (_, _slot: number) => {},
     finish: (_, _outcome: TaskOutcome) => {},
   },
@@ -139,7 +146,7 @@ export const jobTaskMachine = setup({
             guard: { type: "needsCancelCheck", params: ({ context }) => context.slot },
             target: "checkingCancellation",
           },
-          { target: "gating" },
+          { target: "validating" },
         ],
       },
     },
@@ -160,21 +167,29 @@ export const jobTaskMachine = setup({
             target: "idle",
             actions: finishWith(() => ({ kind: "canceled" })),
           },
-          { target: "gating" },
+          { target: "validating" },
         ],
         ABORT: { target: "idle", actions: finishWith(() => ({ kind: "aborted" })) },
       },
     },
-    gating: {
+    validating: {
       // Validation runs first, so a payload that can never run neither calls the service nor takes a
-      // breaker trial. Admission to the breaker is decided and recorded in the same microstep (the
-      // `admitBreaker` action), so no result can slip in between the decision and its record.
+      // breaker trial. The validator is user code: it runs here, as an action, and the guard reads its verdict.
+      entry: { type: "validatePayload", params: ({ context }) => context.slot },
       always: [
         {
           guard: { type: "payloadInvalid", params: ({ context }) => context.slot },
           target: "idle",
           actions: finishWith(() => ({ kind: "invalid-payload", error: undefined })),
         },
+        { target: "gating" },
+      ],
+    },
+    gating: {
+      // The breaker's decision is taken on entry (which may spawn the service's breaker) and recorded by
+      // `admitBreaker` in the same macrostep, so no result can slip in between the decision and its record.
+      entry: { type: "decideBreaker", params: ({ context }) => context.slot },
+      always: [
         {
           guard: { type: "breakerOpen", params: ({ context }) => context.slot },
           target: "idle",

@@ -6,12 +6,14 @@
  * - `running`: on entry it spawns the poller, the polling strategy, and one job task plus one watchdog
  *   per slot (`slot-0`..`slot-N`, `watchdog-0`..). Breakers are spawned on first use of a service
  *   (`ADD_BREAKER`). Slots are a fixed pool reused for every job, never spawned per job.
- * - `draining`: shutdown began (`DRAIN`): the poller claims no more, running jobs get their grace.
+ * - `draining`: shutdown began (`DRAIN`): the node tells the poller (`DRAIN`), so it claims no more; running
+ *   jobs get their grace. This state is the node's only record of draining: the runtime reads it from the
+ *   snapshot (no room to claim, nothing started from the buffer) and the poller is told by it.
  * - `stopped`: final; the runtime stops the actor tree.
  *
  * The children's implementations are supplied by the runtime with `.provide({ actors })`.
  */
-import { enqueueActions, setup, spawnChild } from "xstate";
+import { enqueueActions, sendTo, setup, spawnChild } from "xstate";
 import { breakerMachine, type BreakerInput } from "./breaker-machine.js";
 import { jobTaskMachine } from "./job-task-machine.js";
 import { pollerMachine } from "./poller-machine.js";
@@ -93,7 +95,10 @@ export const nodeMachine = setup({
   },
   states: {
     running: { on: { DRAIN: "draining" } },
-    draining: { on: { STOPPED: "stopped" } },
+    draining: {
+      entry: sendTo("poller", { type: "DRAIN" }),
+      on: { STOPPED: "stopped" },
+    },
     stopped: { type: "final" },
   },
 });

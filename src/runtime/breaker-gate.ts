@@ -1,5 +1,5 @@
 /**
- * The node's side of its circuit breakers: spawns a service's breaker actor on first use, decides
+ * The node's side of its circuit breakers: spawns a service's breaker actor on first use (after the current step), decides
  * admission on the actor's snapshot with the pure `breakerAllow`, and tells the actor what happened
  * (ADMIT a trial, RESULT, RELEASE). Every message goes after the current actor step (`sendLater`), and
  * carries a delta the breaker applies to its own current snapshot, so no decision can overwrite a result.
@@ -8,6 +8,7 @@ import type { AnyActorRef } from "xstate";
 import type { Clock } from "../clock.js";
 import {
   breakerAllow,
+  initialBreaker,
   type BreakerConfig,
   type BreakerDecision,
   type BreakerSnapshot,
@@ -18,7 +19,8 @@ import type { JobRun } from "./job-run.js";
 /** What the gate needs from the node. */
 export interface BreakerGateDeps {
   actor(systemId: string): AnyActorRef | undefined;
-  spawn(input: BreakerInput): void;
+  /** Spawns a service's breaker after the current step (the node ignores a second request). */
+  spawnLater(input: BreakerInput): void;
   sendLater(systemId: string, event: { type: string } & Record<string, unknown>): void;
   configFor(service: string): BreakerConfig;
   clock: Clock;
@@ -28,20 +30,20 @@ export interface BreakerGateDeps {
 export class BreakerGate {
   constructor(private readonly d: BreakerGateDeps) {}
 
-  /** Whether the job's breaker refuses it now (no change to the breaker: {@link admit} records). */
-  refuses(run: JobRun): boolean {
+  /**
+   * Decides whether the job's breaker lets it run now and keeps the decision on the attempt
+   * (`run.breaker`; null for a type without a service). Spawns the service's breaker on first use; changes
+   * nothing in the breaker itself: {@link admit} records.
+   */
+  decide(run: JobRun): void {
     const service = run.type.service;
-    if (!service) return false;
-    run.breaker = this.decide(service);
-    return !run.breaker.allowed;
+    run.breaker = service ? this.decideFor(service) : null;
   }
 
-  /** Records the job's admission: a HALF_OPEN trial is reported to the breaker as ADMIT. */
+  /** Records the admission {@link decide} kept: a HALF_OPEN trial is reported to the breaker as ADMIT. */
   admit(run: JobRun): void {
     const service = run.type.service;
-    if (!service) return;
-    run.breaker = this.decide(service);
-    if (run.breaker.allowed && run.breaker.trial)
+    if (service && run.breaker?.allowed && run.breaker.trial)
       this.d.sendLater(`breaker-${service}`, { type: "ADMIT", trial: true });
   }
 
@@ -57,18 +59,17 @@ export class BreakerGate {
     this.d.sendLater(`breaker-${run.type.service}`, { type: "RELEASE", trial: true });
   }
 
-  private decide(service: string): BreakerDecision {
-    const snapshot = this.actorFor(service).getSnapshot() as { context: { breaker: BreakerSnapshot } };
-    return breakerAllow(snapshot.context.breaker, this.d.clock.now(), this.d.configFor(service));
-  }
-
-  private actorFor(service: string): AnyActorRef {
-    const id = `breaker-${service}`;
-    let ref = this.d.actor(id);
+  private decideFor(service: string): BreakerDecision {
+    const ref = this.d.actor(`breaker-${service}`);
     if (!ref) {
-      this.d.spawn({ service, config: this.d.configFor(service), now: () => this.d.clock.now() });
-      ref = this.d.actor(id) as AnyActorRef;
+      // First use of the service: its breaker is spawned after this step (spawning from inside a job
+      // task's action would run the node's step nested in it), and a fresh breaker is CLOSED, so the
+      // decision is taken on the initial snapshot. Every later message to the breaker goes after the
+      // spawn (microtasks keep their order).
+      this.d.spawnLater({ service, config: this.d.configFor(service), now: () => this.d.clock.now() });
+      return breakerAllow(initialBreaker(), this.d.clock.now(), this.d.configFor(service));
     }
-    return ref;
+    const snapshot = ref.getSnapshot() as { context: { breaker: BreakerSnapshot } };
+    return breakerAllow(snapshot.context.breaker, this.d.clock.now(), this.d.configFor(service));
   }
 }

@@ -9,10 +9,14 @@
  * - **a hint** ({@link CancelCheck.hinted}): the named job, if this node holds it (running or buffered), is
  *   read at once. Hints that arrive while a read is in flight are batched into the next read.
  *
+ * The periodic check runs on the cluster services' {@link PeriodicTask} loop, so {@link CancelCheck.stop}
+ * waits for a read in flight (periodic or hinted) and a stopped node has no statement left running.
+ *
  * Only ids the read finds CANCELED reach `onCanceled`. The one other way to tell an attempt is the local
  * `pawl.cancel()`, which wrote CANCELED itself (NodeRuntime.canceledHere).
  */
 import type { Clock } from "../clock.js";
+import { PeriodicTask } from "../cluster/periodic.js";
 import type { JobStore } from "../store/job-store.js";
 import type { JobRun } from "./job-run.js";
 
@@ -26,42 +30,68 @@ export interface CancelCheckDeps {
   clock: Clock;
   /** How long an attempt runs before it is checked, and how often the check runs (at least 100 ms). */
   recheckMs: number;
-  /** Tells an attempt (or the buffer) that the store holds its job CANCELED. */
-  onCanceled: (jobId: string) => void;
+  /** Tells a running attempt's job task (`CANCEL`); its `cancelRequested` is already set. */
+  tellSlot: (slot: number) => void;
   onError: (error: unknown) => void;
 }
 
-/** Runs the check on a timer until stopped, and on demand for hinted jobs. */
+/** Runs the check periodically until stopped, and on demand for hinted jobs. */
 export class CancelCheck {
-  private timer: unknown = null;
+  private readonly loop: PeriodicTask<string[]>;
   private stopped = false;
   /** Jobs named by hints, waiting for the next read. */
   private readonly named = new Set<string>();
   /** The read of hinted jobs in flight, if any: hints that arrive meanwhile wait for it, then go together. */
   private reading: Promise<void> | null = null;
+  /**
+   * Buffered jobs the store holds CANCELED (seen by a store read or written by this node's own cancel):
+   * their slot reads the store again before running them, and that read decides.
+   */
+  private readonly marked = new Set<string>();
   /** Store reads made for hints (tests and the inspector). */
   hintReads = 0;
 
-  constructor(private readonly deps: CancelCheckDeps) {}
-
-  /** Schedules the checks. */
-  start(): void {
-    if (this.stopped) return;
-    this.timer = this.deps.clock.setTimeout(
-      () => {
-        this.runOnce()
-          .catch((error: unknown) => this.deps.onError(error))
-          .finally(() => this.start());
-      },
-      Math.max(100, this.deps.recheckMs),
-    );
+  constructor(private readonly deps: CancelCheckDeps) {
+    const everyMs = Math.max(100, deps.recheckMs);
+    this.loop = new PeriodicTask({
+      clock: deps.clock,
+      run: () => this.runOnce(),
+      nextDelay: () => everyMs,
+      onError: deps.onError,
+    });
   }
 
-  /** Stops scheduling checks; hints are ignored from now on. */
-  stop(): void {
+  /** Schedules the checks (the first after one interval). */
+  start(): void {
+    if (this.stopped) return;
+    this.loop.start(Math.max(100, this.deps.recheckMs));
+  }
+
+  /** Stops the checks and ignores hints from now on; resolves once no read is in flight. */
+  async stop(): Promise<void> {
     this.stopped = true;
     this.named.clear();
-    if (this.timer !== null) this.deps.clock.clearTimeout(this.timer);
+    await Promise.all([this.loop.stop(), this.reading]);
+  }
+
+  /**
+   * The store holds this job CANCELED: tell its attempt, or mark it while it waits in a lane (its slot
+   * reads the store again before running it). Reached only from a store read or this node's own cancel
+   * write (NodeRuntime.canceledHere).
+   */
+  tell(jobId: string): void {
+    const run = this.deps.runs.get(jobId);
+    if (run) {
+      run.cancelRequested = true;
+      this.deps.tellSlot(run.slot);
+      return;
+    }
+    if (this.deps.buffered(jobId)) this.marked.add(jobId);
+  }
+
+  /** Whether a job about to start was marked canceled while buffered (and forgets the mark). */
+  takeMark(jobId: string): boolean {
+    return this.marked.delete(jobId);
   }
 
   /**
@@ -79,7 +109,7 @@ export class CancelCheck {
    * looked up in one read; returns the ids found canceled (each already told through `onCanceled`).
    */
   async runOnce(named: Iterable<string> = []): Promise<string[]> {
-    const { runs, clock, recheckMs, store, onCanceled } = this.deps;
+    const { runs, clock, recheckMs, store } = this.deps;
     const now = clock.now();
     const ids = new Set(
       [...runs.values()]
@@ -89,7 +119,7 @@ export class CancelCheck {
     for (const id of named) if (this.watches(id)) ids.add(id);
     if (ids.size === 0) return [];
     const canceled = await store.canceledAmong([...ids]);
-    for (const id of canceled) onCanceled(id);
+    for (const id of canceled) this.tell(id);
     return [...canceled];
   }
 

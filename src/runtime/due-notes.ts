@@ -9,7 +9,7 @@
 import type { AnyActorRef } from "xstate";
 import type { Clock } from "../clock.js";
 import { addDue, nextDueAt, takeDue, type DueEntry } from "../logic/due-times.js";
-import type { OutcomeSink } from "./outcome-writer.js";
+import type { OutcomeSink } from "../store/outcome-sink.js";
 
 /** A row of `priority` that comes due `inMs` from now. */
 export interface DueRow {

@@ -11,19 +11,11 @@ import { retryDelayMs, backoffDelayMs } from "../logic/backoff.js";
 import { resultJson, storableDelayMs, type ErrorInfo } from "../logic/outcome-json.js";
 import { describeThrown, thrownAsError, type ThrownDescription } from "../logic/thrown-value.js";
 import type { TaskOutcome } from "../machines/job-task-machine.js";
-import type { OutcomeSink } from "./outcome-writer.js";
+import type { OutcomeSink } from "../store/outcome-sink.js";
 import { Discard, isTimeoutCancellation, NonRetryableError, Snooze } from "./job-errors.js";
 import type { JobContext } from "./job-context.js";
 import type { JobRun } from "./job-run.js";
 import { WaitForSignal } from "../composition/errors.js";
-
-/** An attempt that hit its hard deadline. */
-export class JobTimeoutError extends Error {
-  constructor(timeoutMs: number) {
-    super(`attempt timed out after ${timeoutMs} ms`);
-    this.name = "JobTimeoutError";
-  }
-}
 
 /**
  * What a handler's rejection means for its attempt: a Snooze, a wait for a signal (WaitForSignal), a

@@ -133,11 +133,12 @@ export function inspectNode(rt: NodeRuntime): ActorTree {
       prefetch: deps.prefetch,
       busy: rt.slots.busy,
       free: rt.slots.free,
-      // Per-queue lanes (limit, running, buffered) when `queues` is configured.
-      ...(rt.lanes ? { queues: rt.lanes.describe() } : {}),
+      // Per-queue lanes (limit, running, buffered) when `queues` is configured; a node without `queues`
+      // has one catch-all lane, whose figures are the node's own.
+      ...(rt.deps.queues ? { queues: rt.describeLanes() } : {}),
     },
     buffered: rt.buffered,
-    pendingOutcomes: rt.writer.pending,
+    pendingOutcomes: rt.pendingOutcomes,
     coordinator: { ...deps.coordinator.status() },
     children,
   };

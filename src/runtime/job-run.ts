@@ -8,6 +8,7 @@ import type { JobEventInfo } from "../events.js";
 import type { BreakerDecision } from "../logic/breaker.js";
 import type { TaskJob } from "../machines/job-task-machine.js";
 import type { JobContext } from "./job-context.js";
+import type { Lane } from "./lanes.js";
 import type { JobType } from "./registry.js";
 
 /** An attempt in flight on this node. */
@@ -17,6 +18,8 @@ export interface JobRun {
   task: TaskJob;
   info: JobEventInfo;
   slot: number;
+  /** The lane the job was claimed for; its slot counts against that lane's limit until it finishes. */
+  lane: Lane;
   claimedAt: number;
   payload: unknown;
   ctx: JobContext | null;
@@ -43,5 +46,46 @@ export function jobInfo(c: ClaimedJob): JobEventInfo {
     priority: c.priority,
     attempt: c.attempt,
     maxAttempts: c.maxAttempts,
+  };
+}
+
+/**
+ * The bookkeeping of a claimed job about to start in `slot`. Built once per job (the hot path): one
+ * object for the run, one for the task's view of it, one for the event info.
+ */
+export function newJobRun(
+  job: ClaimedJob,
+  type: JobType,
+  slot: number,
+  lane: Lane,
+  claimedAt: number,
+  cancelRequested: boolean,
+): JobRun {
+  return {
+    claimed: job,
+    type,
+    task: {
+      id: job.id,
+      type: job.type,
+      attempt: job.attempt,
+      hasPayload: job.payload !== undefined,
+      claimedAt,
+      service: type.service,
+      resource: type.resource,
+    },
+    info: jobInfo(job),
+    slot,
+    lane,
+    claimedAt,
+    payload: job.payload,
+    ctx: null,
+    startedAt: 0,
+    settled: false,
+    permitHeld: false,
+    breaker: null,
+    invalid: null,
+    cancelRequested,
+    armAt: 0,
+    armed: false,
   };
 }

@@ -1,8 +1,10 @@
 /**
  * The node runtime: builds the actor tree (node -> poller, strategy, slots, watchdogs, breakers), supplies
- * the machines' effects, and connects them to the store, the coordinator and the event stream. It holds
- * the local buffer of claimed jobs and the free-slot list; every decision stays in the machines and the
- * pure functions they call.
+ * the machines' effects (through the narrow {@link TaskHost}), and connects them to the store, the
+ * coordinator and the event stream. It holds the node's lanes of claimed jobs (src/runtime/lanes.ts: one
+ * catch-all lane, or one per queue with `queues`; the same code either way) and the free-slot list; every
+ * decision stays in the machines and the pure functions they call. Whether the node drains is the node
+ * machine's state, read from its snapshot.
  * Pawl.start() (src/pawl.ts) creates one per started node; it knows nothing of the client API.
  */
 import { createActor, type Actor, type AnyActorRef } from "xstate";
@@ -11,32 +13,24 @@ import type { Clock } from "../clock.js";
 import { toError, type PawlEventEmitter } from "../events.js";
 import type { Logger } from "../logger.js";
 import { nodeMachine } from "../machines/node-machine.js";
-import type { PollingStrategyContext } from "../machines/polling-strategy-actor.js";
-import type { ClaimedJob } from "../store/claim-jobs.js";
 import type { CancelResult } from "../store/cancel-job.js";
-import type { JobStore } from "../store/job-store.js";
+import type { NodeStore } from "../store/job-store.js";
 import { finishAttempt } from "./finish-attempt.js";
-import { jobInfo, type JobRun } from "./job-run.js";
-import { OutcomeWriter, type OutcomeSink } from "./outcome-writer.js";
+import { newJobRun, type JobRun } from "./job-run.js";
+import { OutcomeWriter } from "./outcome-writer.js";
+import type { OutcomeSink } from "../store/outcome-sink.js";
 import { DueNotes, type DueRow } from "./due-notes.js";
 import type { JobType } from "./registry.js";
 import type { ResolvedRuntimeOptions } from "./runtime-config.js";
 import { SlotPool } from "./slot-pool.js";
-import { taskImplementations } from "./task-implementations.js";
-import { releasePermit } from "../store/permits.js";
-import type { Claimer, ClaimerOptions } from "../store/claimer.js";
+import { taskImplementations, type TaskHost } from "./task-implementations.js";
+import { ClassicClaimer, type Claimer, type ClaimerOptions } from "../store/claimer.js";
 import { BreakerGate } from "./breaker-gate.js";
-import { QueueLanes } from "../composition/queue-lanes.js";
-import { claimLanes } from "../composition/queue-claim.js";
-import { Fifo } from "./fifo.js";
+import { NodeLanes, type Buffered, type LaneView } from "./lanes.js";
+import { ClaimCycle } from "./claim-cycle.js";
+import { drainNode } from "./node-drain.js";
 import { WatchdogArming } from "./watchdog-arming.js";
 import { CancelCheck } from "./cancel-check.js";
-
-/** How long stop() waits for unwritten outcomes once the jobs are done. */
-const outcomeDrainLimitMs = 10_000;
-
-/** The largest batch one claim takes (bigger batches hold row locks longer for little gain). */
-const maxClaimBatch = 500;
 
 /** What the runtime is built from. */
 export interface NodeRuntimeDeps {
@@ -47,54 +41,39 @@ export interface NodeRuntimeDeps {
   boostIntervalMs: number;
   completionFlushMs: number;
   options: ResolvedRuntimeOptions;
-  store: JobStore;
+  store: NodeStore;
   types: ReadonlyMap<string, JobType>;
   events: PawlEventEmitter;
   logger: Logger;
   clock: Clock;
   coordinator: Coordinator;
-  /** Builds the node's claimer. */
+  /** Builds the node's claimer (the catch-all lane's: classic or claim cursors). */
   createClaimer: (options: ClaimerOptions) => Claimer;
   /**
-   * Per-queue limits (`queues` of createPawl): one claim and one slot budget per queue (see
-   * src/composition/queue-lanes.ts). Absent: one claim for all, one buffer.
+   * Per-queue limits (`queues` of createPawl): one lane per queue, each with its own claim and slot budget
+   * (src/runtime/lanes.ts). Absent: one catch-all lane for every queue.
    */
   queues?: ReadonlyMap<string, number> | null;
-}
-
-/** A claimed job waiting in the local buffer, with when it was claimed (clock ms). */
-interface Buffered {
-  job: ClaimedJob;
-  claimedAt: number;
 }
 
 /** One node's running actor tree. Created by Pawl.start(). */
 export class NodeRuntime {
   readonly root: Actor<typeof nodeMachine>;
-  readonly writer: OutcomeWriter;
+  /** The slots and the attempt each runs (the inspector reads them). */
   readonly slots: SlotPool;
-  /** How this node claims (classic statement or claim cursors). */
-  readonly claimer: Claimer;
+  private readonly writer: OutcomeWriter;
+  /** Where claimed jobs wait: one catch-all lane, or one lane per queue. */
+  private readonly lanes: NodeLanes;
   /** Admission and reporting for the node's circuit breakers. */
-  readonly breakers: BreakerGate;
-  /** Per-queue lanes (buffers and slot budgets) when `queues` is configured; null otherwise. */
-  readonly lanes: QueueLanes<Buffered> | null;
-  /** Claimed jobs waiting for a free slot. */
-  private readonly buffer = new Fifo<Buffered>();
-  /** Attempts in flight by job id (including those in the buffer's hand-off). */
-  readonly runs = new Map<string, JobRun>();
-  /**
-   * Buffered jobs the store holds CANCELED (seen by a store read or written by this node's own cancel):
-   * their slot reads the store again before running them, and that read decides.
-   */
-  readonly canceledLocally = new Set<string>();
-  private draining = false;
+  private readonly breakers: BreakerGate;
+  /** Attempts in flight by job id. */
+  private readonly runs = new Map<string, JobRun>();
   private stopping: Promise<number> | null = null;
   private readonly lowWater: number;
-  /** The claim whose result is not handled yet (stop waits for it). */
-  private claimInFlight: Promise<void> | null = null;
+  /** The poller's claims (stop waits for the one in flight). */
+  private readonly claims: ClaimCycle;
   /** Arms the slots' watchdogs (most attempts end before they need one). */
-  readonly watchdogs: WatchdogArming;
+  private readonly watchdogs: WatchdogArming;
   private readonly cancelCheck: CancelCheck;
   /** Due times this node knows of (due-notes.ts): the poller looks when the first comes. */
   private readonly dues: DueNotes;
@@ -107,9 +86,58 @@ export class NodeRuntime {
     this.writer = new OutcomeWriter(deps.store, deps.nodeId, clock, logger, deps.completionFlushMs, (error) =>
       events.emit("error", { where: "outcome-writer", error: toError(error) }),
     );
-    const machine = nodeMachine.provide({
-      actors: taskImplementations(this),
+    this.slots = new SlotPool(deps.concurrency);
+    this.breakers = new BreakerGate({
+      actor: (id) => this.actor(id),
+      spawnLater: (input) => queueMicrotask(() => this.root.send({ type: "ADD_BREAKER", input })),
+      sendLater: (id, event) => this.sendLater(id, event),
+      configFor: (service) => deps.options.breakerFor(service),
+      clock,
     });
+    this.dues = new DueNotes({ clock, poller: () => this.actor("poller"), active: () => !this.draining });
+    this.outcomes = this.dues.noting(this.writer, (id) => this.runs.get(id)?.claimed.priority);
+    this.watchdogs = new WatchdogArming({
+      runs: this.runs,
+      clock,
+      sendLater: (id, event) => this.sendLater(id, event),
+    });
+    this.cancelCheck = new CancelCheck({
+      runs: this.runs,
+      buffered: (id) => this.lanes.has(id),
+      store: deps.store,
+      clock,
+      recheckMs: deps.options.cancelRecheckMs,
+      tellSlot: (slot) => this.actor(`slot-${slot}`)?.send({ type: "CANCEL" }),
+      onError: (error) => events.emit("error", { where: "cancel check", error: toError(error) }),
+    });
+    const claimerOptions: ClaimerOptions = {
+      store: deps.store,
+      nodeId: deps.nodeId,
+      boostIntervalMs: deps.boostIntervalMs,
+      withPayload: deps.claimMode === "full",
+      clock,
+    };
+    this.lanes = NodeLanes.build({
+      concurrency: deps.concurrency,
+      prefetch: deps.prefetch,
+      queues: deps.queues,
+      claimer: () => deps.createClaimer(claimerOptions),
+      queueClaimer: (queue) => new ClassicClaimer({ ...claimerOptions, queue }),
+    });
+    this.claims = new ClaimCycle({
+      clock,
+      events,
+      logger,
+      types: deps.types,
+      lanes: this.lanes,
+      dues: this.dues,
+      minDelayMs: deps.options.polling.minDelayMs,
+      utilization: () => this.slots.busy / deps.concurrency,
+      actor: (id) => this.actor(id),
+      draining: () => this.draining,
+      handBack: (jobs) => this.handBack(jobs),
+    });
+    const machine = nodeMachine.provide({ actors: taskImplementations(this.taskHost()) });
     this.root = createActor(machine, {
       input: {
         nodeId: deps.nodeId,
@@ -127,38 +155,29 @@ export class NodeRuntime {
         events.emit("error", { where: "node actor", error: toError(error) });
       },
     });
-    this.slots = new SlotPool(deps.concurrency);
-    this.lanes = deps.queues ? new QueueLanes<Buffered>(deps.queues, deps.prefetch) : null;
-    this.breakers = new BreakerGate({
-      actor: (id) => this.actor(id),
-      spawn: (input) => this.root.send({ type: "ADD_BREAKER", input }),
-      sendLater: (id, event) => this.sendLater(id, event),
-      configFor: (service) => deps.options.breakerFor(service),
-      clock,
-    });
-    this.dues = new DueNotes({ clock, poller: () => this.actor("poller"), active: () => !this.draining });
-    this.outcomes = this.dues.noting(this.writer, (id) => this.runs.get(id)?.claimed.priority);
-    this.watchdogs = new WatchdogArming({
-      runs: this.runs,
-      clock,
-      sendLater: (id, event) => this.sendLater(id, event),
-    });
-    this.cancelCheck = new CancelCheck({
-      runs: this.runs,
-      buffered: (id) => this.isBuffered(id),
-      store: deps.store,
-      clock,
-      recheckMs: deps.options.cancelRecheckMs,
-      onCanceled: (id) => this.tellCanceled(id),
-      onError: (error) => events.emit("error", { where: "cancel check", error: toError(error) }),
-    });
-    this.claimer = deps.createClaimer({
-      store: deps.store,
+  }
+
+  /** The narrow view of this node the machines' effects get (task-implementations.ts). Built once. */
+  private taskHost(): TaskHost {
+    const { deps } = this;
+    return {
       nodeId: deps.nodeId,
-      boostIntervalMs: deps.boostIntervalMs,
-      withPayload: deps.claimMode === "full",
-      clock,
-    });
+      clock: deps.clock,
+      events: deps.events,
+      logger: deps.logger,
+      options: deps.options,
+      store: deps.store,
+      outcomes: this.writer,
+      watchdogs: this.watchdogs,
+      breakers: this.breakers,
+      runOf: (slot) => this.slots.runOf(slot) ?? undefined,
+      runById: (jobId) => this.runs.get(jobId),
+      sendToSlot: (slot, event) => this.actor(`slot-${slot}`)?.send(event),
+      finish: (run, outcome) => this.finish(run, outcome),
+      claim: () => this.claims.claim(),
+      pump: () => this.pump(),
+      hasRoom: () => this.room() > 0,
+    };
   }
 
   /** The actor with a system id (poller, strategy, slot-N, watchdog-N, breaker-S). */
@@ -174,31 +193,45 @@ export class NodeRuntime {
   }
 
   /**
-   * One pass of the running-job cancellation check: asks the store which long-running attempts were
-   * canceled and tells them. Without a coordinator this is how a cancel made on another node reaches the
-   * running attempt (with one, the hint arrives first). Returns the ids found canceled.
+   * Whether the node drains: the node machine's state is the only record of it (stop() sends it `DRAIN`,
+   * and it tells the poller).
    */
-  checkRunningCancellations(): Promise<string[]> {
-    return this.cancelCheck.runOnce();
+  get draining(): boolean {
+    return this.root.getSnapshot().value !== "running";
   }
 
-  /** How many jobs sit in the local buffer. */
+  /** How many claimed jobs wait in the lanes. */
   get buffered(): number {
-    if (this.lanes) return this.lanes.buffered;
-    return this.buffer.size;
+    return this.lanes.buffered;
   }
 
-  /** Room to claim into: free slots plus prefetch, minus what is buffered. */
+  /** Each lane's limit, running and buffered jobs (the inspector). */
+  describeLanes(): LaneView[] {
+    return this.lanes.describe();
+  }
+
+  /**
+   * The claimer of the node's first lane: the configured one (classic or claim cursors) without `queues`,
+   * the first queue's with them. For tests and the inspector.
+   */
+  get claimer(): Claimer {
+    return (this.lanes.all[0] as { claimer: Claimer }).claimer;
+  }
+
+  /** Outcomes queued and not written yet. */
+  get pendingOutcomes(): number {
+    return this.writer.pending;
+  }
+
+  /** Room to claim into: every lane's free slots plus prefetch, minus what it buffers (0 while draining). */
   room(): number {
-    if (this.draining) return 0;
-    if (this.lanes) return this.lanes.room();
-    return this.slots.free + this.deps.prefetch - this.buffered;
+    return this.draining ? 0 : this.lanes.room();
   }
 
   /** Wakes the poller (local enqueue or a coordinator hint). */
   wake(source: "local" | "coordinator", hint?: WakeupHint): void {
     if (this.draining) return;
-    this.claimer.onWakeup();
+    this.lanes.onWakeup();
     this.actor("strategy")?.send({ type: "WAKEUP", now: this.deps.clock.now() });
     this.actor("poller")?.send({ type: "WAKE" });
     this.deps.events.emit("wakeup", hint ? { source, hint } : { source });
@@ -217,8 +250,16 @@ export class NodeRuntime {
     }
     // A hint about a job type this node does not run cannot give it work.
     if (hint.target !== undefined && !this.deps.types.has(hint.target)) return;
-    if (hint.released === true) this.claimer.requestFullPass?.();
+    if (hint.released === true) this.requestFullPass();
     this.wake("coordinator", hint);
+  }
+
+  /**
+   * Rows went back to PENDING under their old ids (a release, recovered orphans): every lane's claimer
+   * that looks past floors (claim cursors) looks everywhere at the next poll.
+   */
+  requestFullPass(): void {
+    this.lanes.requestFullPass();
   }
 
   /**
@@ -227,26 +268,7 @@ export class NodeRuntime {
    * reach it; cancels from elsewhere arrive through the cancel check's read.
    */
   canceledHere(result: CancelResult): void {
-    if (result.outcome === "running-canceled") this.tellCanceled(result.job.id);
-  }
-
-  /**
-   * The store holds this job CANCELED: tell its attempt, or mark it in the buffer (its slot reads the store
-   * again before running it). Reached only from a store read or this node's own cancel write.
-   */
-  private tellCanceled(jobId: string): void {
-    const run = this.runs.get(jobId);
-    if (run) {
-      run.cancelRequested = true;
-      this.actor(`slot-${run.slot}`)?.send({ type: "CANCEL" });
-      return;
-    }
-    if (this.isBuffered(jobId)) this.canceledLocally.add(jobId);
-  }
-
-  /** Whether a job waits in the local buffer (or a queue lane's). */
-  private isBuffered(jobId: string): boolean {
-    return this.lanes?.has(jobId) === true || this.buffer.some((b) => b.job.id === jobId);
+    if (result.outcome === "running-canceled") this.cancelCheck.tell(result.job.id);
   }
 
   /**
@@ -259,163 +281,39 @@ export class NodeRuntime {
   }
 
   /**
-   * Hands back the jobs waiting in the local buffer (the queue lanes' too) instead of running them: used
-   * when the cluster declared this node dead, so their rows may already have been recovered and be
-   * running elsewhere.
-   * The hand-back is guarded like every outcome (RUNNING and picked by this node): rows already
-   * recovered are left alone, the others go back to PENDING. Returns how many were handed back.
+   * Hands back the jobs waiting in the lanes instead of running them: used when the cluster declared this
+   * node dead, so their rows may already have been recovered and be running elsewhere. The same path as
+   * shutdown's ({@link handBackBuffered}), whatever the lanes. Returns how many were handed back.
    */
   dropBuffered(reason: string): number {
-    const taken = this.takeBuffered();
-    const n = taken.length;
-    if (n === 0) return 0;
-    this.handBack(taken.map((b) => b.job));
-    this.deps.logger.warn("handed back buffered jobs", { count: n, reason });
+    const n = this.handBackBuffered();
+    if (n > 0) this.deps.logger.warn("handed back buffered jobs", { count: n, reason });
     return n;
-  }
-
-  /** The poller's `claim` effect: claims up to the room and reports back. */
-  claim(): void {
-    const poller = this.actor("poller");
-    const limit = Math.min(this.room(), maxClaimBatch);
-    const types = [...this.deps.types.keys()];
-    const started = this.deps.clock.now();
-    if (limit <= 0 || types.length === 0) {
-      this.afterClaim([], 0, started);
-      return;
-    }
-    // This poll looks at the levels whose known due times have come (the claimer seeks them).
-    const due = this.dues.take(started);
-    const claiming = this.lanes
-      ? claimLanes(this.lanes.rooms(), {
-          store: this.deps.store,
-          nodeId: this.deps.nodeId,
-          types,
-          boostIntervalMs: this.deps.boostIntervalMs,
-          withPayload: this.deps.claimMode === "full",
-          maxBatch: maxClaimBatch,
-          onError: (queue, error) =>
-            this.deps.events.emit("error", { where: `claim (queue ${queue})`, error: toError(error) }),
-        })
-      : this.claimer.claim(limit, types, due.levels).then((jobs) => ({ jobs, limit }));
-    const settled = claiming.then(
-      (c) => this.afterClaim(c.jobs, c.limit, started),
-      (error: unknown) => {
-        // The rows did not move: their due times still stand for the poll after the backoff.
-        this.dues.putBack(due.taken);
-        this.deps.logger.warn("claim failed; the poller backs off", { error: String(error) });
-        this.deps.events.emit("error", { where: "claim", error: toError(error) });
-        poller?.send({ type: "CLAIM_FAILED", error, at: this.deps.clock.now() });
-      },
-    );
-    this.claimInFlight = settled;
-    void settled.finally(() => {
-      if (this.claimInFlight === settled) this.claimInFlight = null;
-    });
-  }
-
-  private afterClaim(jobs: ClaimedJob[], limit: number, started: number): void {
-    const { clock, events } = this.deps;
-    const now = clock.now();
-    if (this.draining && jobs.length > 0) {
-      // Claimed while shutdown began: hand them straight back, attempt not counted.
-      this.handBack(jobs);
-      jobs = [];
-    }
-    if (this.lanes) {
-      for (const job of jobs) {
-        // Cannot fail: every job was claimed by its own lane's claim.
-        if (!this.lanes.push({ job, claimedAt: now })) this.handBack([job]);
-      }
-    } else for (const job of jobs) this.buffer.push({ job, claimedAt: now });
-    if (jobs.length > 0 && events.has("claim")) {
-      events.emit("claim", {
-        jobs: jobs.map(jobInfo),
-        limit,
-        durationMs: now - started,
-        boosts: jobs.filter((j) => j.boost > 0).map((j) => j.boost),
-      });
-    }
-    const strategy = this.actor("strategy");
-    strategy?.send({
-      type: "POLLED",
-      sample: { at: now, claimed: jobs.length, limit },
-      utilization: this.slots.busy / this.deps.concurrency,
-    });
-    const s = strategy?.getSnapshot().context as PollingStrategyContext | undefined;
-    const delayMs = s?.delayMs ?? this.deps.options.polling.minDelayMs;
-    events.emit("poll", {
-      mode: s?.mode ?? "normal",
-      delayMs,
-      claimed: jobs.length,
-      limit,
-      durationMs: now - started,
-    });
-    this.actor("poller")?.send({
-      type: "CLAIMED",
-      claimed: jobs.length,
-      limit,
-      delayMs,
-      mode: s?.mode ?? "normal",
-      at: now,
-      dueAt: this.dues.next(),
-    });
   }
 
   /** The poller's `dispatch` effect, and what runs whenever a slot frees: start buffered jobs. */
   pump(): void {
-    if (this.lanes) return this.pumpLanes(this.lanes);
     while (this.slots.free > 0 && !this.draining) {
-      const next = this.buffer.shift();
+      const next = this.lanes.next();
       if (!next) return;
-      this.startRun(next.job, next.claimedAt);
+      this.startRun(next);
     }
   }
 
-  /** pump() with `queues`: each lane starts jobs up to its own limit (src/composition/queue-lanes.ts). */
-  private pumpLanes(lanes: QueueLanes<Buffered>): void {
-    while (this.slots.free > 0 && !this.draining) {
-      const next = lanes.next();
-      if (!next) return;
-      if (!this.startRun(next.job, next.claimedAt)) lanes.release(next.job.queue);
-    }
-  }
-
-  /** Starts a claimed job in a free slot (the caller checked there is one). False for an unknown type. */
-  private startRun(job: ClaimedJob, claimedAt: number): boolean {
+  /** Starts a buffered job in a free slot (the caller checked there is one). */
+  private startRun(item: Buffered): void {
+    const { job, claimedAt, lane } = item;
     const type = this.deps.types.get(job.type);
-    if (!type) return false; // cannot happen: only registered types are claimed
+    if (!type) {
+      // Cannot happen (only registered types are claimed); its lane must not keep the slot counted.
+      lane.release();
+      return;
+    }
     const slot = this.slots.take();
-    const run: JobRun = {
-      claimed: job,
-      type,
-      task: {
-        id: job.id,
-        type: job.type,
-        attempt: job.attempt,
-        hasPayload: job.payload !== undefined,
-        claimedAt,
-        service: type.service,
-        resource: type.resource,
-      },
-      info: jobInfo(job),
-      slot,
-      claimedAt,
-      payload: job.payload,
-      ctx: null,
-      startedAt: 0,
-      settled: false,
-      permitHeld: false,
-      breaker: null,
-      invalid: null,
-      cancelRequested: this.canceledLocally.delete(job.id),
-      armAt: 0,
-      armed: false,
-    };
+    const run = newJobRun(job, type, slot, lane, claimedAt, this.cancelCheck.takeMark(job.id));
     this.runs.set(job.id, run);
     this.slots.assign(slot, run);
     this.actor(`slot-${slot}`)?.send({ type: "START", job: run.task });
-    return true;
   }
 
   /**
@@ -429,7 +327,7 @@ export class NodeRuntime {
   }
 
   /** The job task's `finish` effect: records the outcome and frees the slot. */
-  finish(run: JobRun, outcome: Parameters<typeof finishAttempt>[1]): void {
+  private finish(run: JobRun, outcome: Parameters<typeof finishAttempt>[1]): void {
     run.settled = true;
     if (run.armed) this.sendLater(`watchdog-${run.slot}`, { type: "DISARM" });
     finishAttempt(run, outcome, {
@@ -442,14 +340,15 @@ export class NodeRuntime {
     });
     if (run.permitHeld && run.type.resource) {
       const resource = run.type.resource;
-      releasePermit(this.deps.store.pool, this.deps.store.tables, resource, run.claimed.id).catch(
-        (error: unknown) =>
+      this.deps.store
+        .releasePermit(resource, run.claimed.id)
+        .catch((error: unknown) =>
           this.deps.events.emit("error", { where: "release permit", error: toError(error) }),
-      );
+        );
     }
     this.runs.delete(run.claimed.id);
     this.slots.release(run.slot);
-    this.lanes?.release(run.claimed.queue);
+    run.lane.release();
     // Start the next buffered job after this transition completes (the slot's actor is mid-step now).
     queueMicrotask(() => {
       this.pump();
@@ -472,46 +371,26 @@ export class NodeRuntime {
       this.abortRunning();
       return this.stopping;
     }
-    this.draining = true;
-    this.cancelCheck.stop();
-    this.watchdogs.stop();
+    // The node machine's `draining` state is the node's one record of the drain; it tells the poller.
     this.root.send({ type: "DRAIN" });
-    this.actor("poller")?.send({ type: "DRAIN" });
-    this.handBack(this.takeBuffered().map((b) => b.job));
+    const checksStopped = this.cancelCheck.stop();
+    this.watchdogs.stop();
+    this.handBackBuffered();
+    const drained = drainNode(
+      {
+        clock: this.deps.clock,
+        logger: this.deps.logger,
+        slots: this.slots,
+        writer: this.writer,
+        abortRunning: () => this.abortRunning(),
+        claimInFlight: () => this.claims.inFlight,
+      },
+      graceMs,
+    );
     this.stopping = (async () => {
-      let aborted = 0;
-      if (this.slots.busy > 0) {
-        const idle = this.slots.whenIdle();
-        let timer: unknown = null;
-        const graceOver = new Promise<void>((resolve) => {
-          timer = this.deps.clock.setTimeout(() => resolve(), graceMs);
-        });
-        await Promise.race([idle, graceOver]);
-        this.deps.clock.clearTimeout(timer);
-        aborted = this.abortRunning();
-      }
-      // A claim still in flight commits rows under this node: wait for it, so afterClaim hands them back
-      // through the writer below (and the pool is not closed under it). Bounded like the drain.
-      if (this.claimInFlight) {
-        await Promise.race([
-          this.claimInFlight,
-          new Promise<void>((resolve) => this.deps.clock.setTimeout(() => resolve(), outcomeDrainLimitMs)),
-        ]);
-      }
-      // Outcomes that cannot be written (database down) must not hold shutdown forever: their rows stay
-      // RUNNING under this node id and orphan recovery (or this node's next startup) takes them back.
-      const drained = await Promise.race([
-        this.writer.drain().then(() => true),
-        new Promise<boolean>((resolve) =>
-          this.deps.clock.setTimeout(() => resolve(false), outcomeDrainLimitMs),
-        ),
-      ]);
-      if (!drained) {
-        this.deps.logger.warn("stopped with job outcomes not written; orphan recovery will reclaim them", {
-          pending: this.writer.pending,
-        });
-      }
-      this.actor("poller")?.send({ type: "STOP" });
+      const aborted = await drained;
+      await checksStopped;
+      // The node's final state stops every child, the poller included.
       this.root.send({ type: "STOPPED" });
       this.root.stop();
       return aborted;
@@ -519,9 +398,15 @@ export class NodeRuntime {
     return this.stopping;
   }
 
-  /** Empties the local buffer, and every queue lane's with `queues`. */
-  private takeBuffered(): Buffered[] {
-    return [...this.buffer.takeAll(), ...(this.lanes?.takeAll() ?? [])];
+  /**
+   * The one way buffered jobs leave without running (shutdown, or this node declared dead): every lane is
+   * emptied and its jobs handed back. Returns how many.
+   */
+  private handBackBuffered(): number {
+    const taken = this.lanes.takeAll();
+    for (const item of taken) this.cancelCheck.takeMark(item.job.id);
+    this.handBack(taken.map((b) => b.job));
+    return taken.length;
   }
 
   /** Claimed jobs that will not run here go back to PENDING, attempt not counted (guarded like every outcome). */

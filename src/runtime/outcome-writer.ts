@@ -14,8 +14,9 @@
  */
 import type { Clock, TimerHandle } from "../clock.js";
 import type { Logger } from "../logger.js";
-import type { JobStore } from "../store/job-store.js";
+import type { NodeStore } from "../store/job-store.js";
 import type { Completion, Death, Reschedule, Retry } from "../store/finish-jobs.js";
+import type { OutcomeSink } from "../store/outcome-sink.js";
 import { backoffDelayMs } from "../logic/backoff.js";
 import { storableDelayMs, type ErrorInfo } from "../logic/outcome-json.js";
 import { writeFailure } from "../logic/write-failure.js";
@@ -68,14 +69,6 @@ function fallbackOf(kind: Kind, item: Items[Kind]): Items[Kind] {
   }
 }
 
-/** Where attempt outcomes go; each `done` learns whether the row was still held by the node. */
-export interface OutcomeSink {
-  complete(item: Completion, done: (accepted: boolean) => void): void;
-  retry(item: Retry, done: (accepted: boolean) => void): void;
-  kill(item: Death, done: (accepted: boolean) => void): void;
-  reschedule(item: Reschedule, done: (accepted: boolean) => void): void;
-}
-
 /** Batches outcome writes for one node. */
 export class OutcomeWriter implements OutcomeSink {
   private queues: Queues = empty();
@@ -86,7 +79,7 @@ export class OutcomeWriter implements OutcomeSink {
   private readonly idle: (() => void)[] = [];
 
   constructor(
-    private readonly store: JobStore,
+    private readonly store: NodeStore,
     private readonly nodeId: string,
     private readonly clock: Clock,
     private readonly logger: Logger,

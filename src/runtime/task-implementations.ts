@@ -5,14 +5,18 @@
  * every decision.
  */
 import { JobContext } from "./job-context.js";
-import { JobTimeoutError } from "./finish-attempt.js";
+import { JobTimeoutError } from "../errors.js";
 import { invokeHandler } from "./invoke-handler.js";
 import type { JobRun } from "./job-run.js";
-import type { NodeRuntime } from "./node-runtime.js";
-import { watchdogArmDelayMs } from "./watchdog-arming.js";
+import type { BreakerGate } from "./breaker-gate.js";
+import type { ResolvedRuntimeOptions } from "./runtime-config.js";
+import { watchdogArmDelayMs, type WatchdogArming } from "./watchdog-arming.js";
+import type { Clock } from "../clock.js";
 import { runValidator } from "../enqueue-input.js";
-import { toError } from "../events.js";
-import { acquirePermit } from "../store/permits.js";
+import { toError, type PawlEventEmitter } from "../events.js";
+import type { Logger } from "../logger.js";
+import type { NodeStore } from "../store/job-store.js";
+import type { OutcomeSink } from "../store/outcome-sink.js";
 import { breakerMachine } from "../machines/breaker-machine.js";
 import { jobTaskMachine, type JobTaskEvent, type TaskOutcome } from "../machines/job-task-machine.js";
 import { pollerMachine } from "../machines/poller-machine.js";
@@ -41,14 +45,46 @@ function batcher<T>(
   };
 }
 
+/**
+ * What the supplied effects need from the node: a narrow view of it, so no effect reaches the runtime's
+ * own state. NodeRuntime builds one in its constructor.
+ */
+export interface TaskHost {
+  readonly nodeId: string;
+  readonly clock: Clock;
+  readonly events: PawlEventEmitter;
+  readonly logger: Logger;
+  readonly options: ResolvedRuntimeOptions;
+  /** Payload loads, cancellation reads and permits. */
+  readonly store: NodeStore;
+  /** Where a park that could not be written hands its job back. */
+  readonly outcomes: OutcomeSink;
+  /** Arms the slots' watchdogs. */
+  readonly watchdogs: Pick<WatchdogArming, "arm" | "later">;
+  /** The node's circuit breakers. */
+  readonly breakers: Pick<BreakerGate, "decide" | "admit">;
+  /** The attempt a slot runs. */
+  runOf(slot: number): JobRun | undefined;
+  /** The attempt of a job in flight on this node. */
+  runById(jobId: string): JobRun | undefined;
+  /** Sends an event to a slot's job task now. */
+  sendToSlot(slot: number, event: JobTaskEvent): void;
+  /** The job task's `finish`: records the outcome and frees the slot. */
+  finish(run: JobRun, outcome: TaskOutcome): void;
+  /** The poller's `claim`. */
+  claim(): void;
+  /** The poller's `dispatch`: starts buffered jobs in free slots. */
+  pump(): void;
+  /** Whether there is room to claim into (none while draining). */
+  hasRoom(): boolean;
+}
+
 /** Builds the supplied implementations of the node's child actors. */
-export function taskImplementations(rt: NodeRuntime) {
-  const { deps } = rt;
-  const { clock, events, logger, options, store } = deps;
-  const runOf = (slot: number): JobRun | undefined => rt.slots.runOf(slot) ?? undefined;
-  const send = (run: JobRun, event: JobTaskEvent) => rt.actor(`slot-${run.slot}`)?.send(event);
+export function taskImplementations(host: TaskHost) {
+  const { clock, events, logger, options, store, runOf } = host;
+  const send = (run: JobRun, event: JobTaskEvent) => host.sendToSlot(run.slot, event);
   // What a handler's ctx.waitForSignal() and ctx.flow() read, and where a "wait" outcome parks the job.
-  const services = contextServices(store, deps.nodeId, rt.writer, events);
+  const services = contextServices(store, host.nodeId, host.outcomes, events);
 
   const settle = (run: JobRun, outcome: TaskOutcome) => {
     if (run.settled) return; // the watchdog or shutdown ended this attempt already
@@ -60,7 +96,7 @@ export function taskImplementations(rt: NodeRuntime) {
     (ids) => store.loadPayloads(ids),
     (result, ids) => {
       for (const id of ids) {
-        const run = rt.runs.get(id);
+        const run = host.runById(id);
         if (!run) continue;
         if (result instanceof Error) send(run, { type: "LOAD_FAILED", error: result });
         else {
@@ -75,7 +111,7 @@ export function taskImplementations(rt: NodeRuntime) {
     (ids) => store.canceledAmong(ids),
     (result, ids) => {
       for (const id of ids) {
-        const run = rt.runs.get(id);
+        const run = host.runById(id);
         if (!run) continue;
         // A failed check is not a reason to drop work: run it; the completion write is still guarded.
         const canceled = !(result instanceof Error) && result.has(id);
@@ -96,14 +132,14 @@ export function taskImplementations(rt: NodeRuntime) {
       run.claimed.maxAttempts,
       now + timeoutMs,
       logger,
-      deps.nodeId,
+      host.nodeId,
       services,
     );
     run.ctx = ctx;
     if (run.cancelRequested) ctx.abort("the job was canceled");
     const firstStep = watchdogSchedule(now, timeoutMs, options.watchdog)[0]?.at ?? now + timeoutMs;
-    if (firstStep - now <= watchdogArmDelayMs) rt.watchdogs.arm(run);
-    else rt.watchdogs.later(run);
+    if (firstStep - now <= watchdogArmDelayMs) host.watchdogs.arm(run);
+    else host.watchdogs.later(run);
     if (events.has("job:started")) {
       events.emit("job:started", {
         job: run.info,
@@ -135,7 +171,7 @@ export function taskImplementations(rt: NodeRuntime) {
         const answer = (granted: boolean) =>
           queueMicrotask(() => send(run, { type: "PERMIT", granted, retryInMs: options.permitRetryDelayMs }));
         if (capacity === undefined) return answer(true); // no capacity configured: unlimited
-        acquirePermit(store.pool, store.tables, resource, run.claimed.id, deps.nodeId, capacity).then(
+        store.acquirePermit(resource, run.claimed.id, host.nodeId, capacity).then(
           (granted) => {
             run.permitHeld = granted;
             answer(granted);
@@ -151,13 +187,28 @@ export function taskImplementations(rt: NodeRuntime) {
         if (run) runHandler(run);
       },
       requestCancellation: (_, slot) => runOf(slot)?.ctx?.abort("the job was canceled"),
+      // The validator is user code: it runs as an action, and `payloadInvalid` reads its verdict.
+      validatePayload: (_, slot) => {
+        const run = runOf(slot);
+        if (!run?.type.validate) return;
+        try {
+          runValidator(run.type.type, run.type.validate, run.payload);
+        } catch (error) {
+          run.invalid = toError(error);
+        }
+      },
+      // May spawn the service's breaker on first use; `breakerOpen` reads the decision it keeps.
+      decideBreaker: (_, slot) => {
+        const run = runOf(slot);
+        if (run) host.breakers.decide(run);
+      },
       admitBreaker: (_, slot) => {
         const run = runOf(slot);
-        if (run) rt.breakers.admit(run);
+        if (run) host.breakers.admit(run);
       },
       finish: ({ context }, outcome) => {
-        const run = rt.slots.runOf(context.slot);
-        if (run) rt.finish(run, outcome);
+        const run = runOf(context.slot);
+        if (run) host.finish(run, outcome);
       },
     },
     guards: {
@@ -178,28 +229,15 @@ export function taskImplementations(rt: NodeRuntime) {
         return !!run && (run.cancelRequested || clock.now() - run.claimedAt >= options.cancelRecheckMs);
       },
       needsPermit: (_, slot) => runOf(slot)?.type.resource !== undefined,
-      breakerOpen: (_, slot) => {
-        const run = runOf(slot);
-        return !!run && rt.breakers.refuses(run);
-      },
-      payloadInvalid: (_, slot) => {
-        const run = runOf(slot);
-        if (!run?.type.validate) return false;
-        try {
-          runValidator(run.type.type, run.type.validate, run.payload);
-          return false;
-        } catch (error) {
-          run.invalid = toError(error);
-          return true;
-        }
-      },
+      breakerOpen: (_, slot) => runOf(slot)?.breaker?.allowed === false,
+      payloadInvalid: (_, slot) => (runOf(slot)?.invalid ?? null) !== null,
     },
   });
 
   const watchdog = watchdogMachine.provide({
     actions: {
       reportStep: (_, { jobId, step }: { jobId: string; step: WatchdogStep }) => {
-        const run = rt.runs.get(jobId);
+        const run = host.runById(jobId);
         if (!run || run.settled || !run.ctx) return;
         const payload = { job: run.info, deadline: run.ctx.deadlineMs };
         if (step.kind === "soft-warning") {
@@ -238,12 +276,12 @@ export function taskImplementations(rt: NodeRuntime) {
 
   const poller = pollerMachine.provide({
     actions: {
-      claim: () => rt.claim(),
+      claim: () => host.claim(),
       // After the poller's step, so the tasks it starts do not run nested inside this action.
-      dispatch: () => queueMicrotask(() => rt.pump()),
+      dispatch: () => queueMicrotask(() => host.pump()),
     },
     guards: {
-      hasRoom: () => rt.room() > 0,
+      hasRoom: () => host.hasRoom(),
     },
   });
 

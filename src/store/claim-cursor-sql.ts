@@ -17,7 +17,7 @@
 import {
   claimNowSql,
   claimUpdateSql,
-  classicCandidatesSql,
+  candidatesSql,
   boostSql,
   sortClaimOrder,
   toClaimedJob,
@@ -149,7 +149,7 @@ export function flooredClaimSql(t: Tables, withPayload: boolean): string {
  * and `high_id` (the table's max(id), a backward step on the primary key). Parameters as the classic claim.
  */
 export function fullPassSql(t: Tables, withPayload: boolean): string {
-  return `${classicCandidatesSql(t, now)},
+  return `${candidatesSql(t, now)},
     claimed AS (${claimUpdateSql(t, now, withPayload, claimedPositionColumn)}
     ),
     meta AS (

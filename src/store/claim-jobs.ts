@@ -8,6 +8,11 @@
  * rows of each level with an index range scan (FOR UPDATE SKIP LOCKED), and keeps the best `limit` of
  * that union by effective priority. That is exact, and costs one short index scan per priority level in
  * use instead of a sort of the whole backlog.
+ *
+ * The same statement with a queue filter (`queue = $6`) is the per-queue claim of a node configured with
+ * `queues` (docs/composition.md#queues): it walks the `(queue, priority DESC, scheduled_time, id) WHERE
+ * status = 'PENDING'` index of migration 0004, so a backlog in one queue costs another queue's claim
+ * nothing. One builder ({@link candidatesSql}) serves both, and the claim cursors' full pass.
  */
 import { named, payloadVariants, type Queryable, type Tables } from "./sql.js";
 
@@ -40,6 +45,8 @@ export interface ClaimArgs {
   withPayload: boolean;
   /** Overrides the database's now() (tests); null uses now(). */
   now?: Date | null;
+  /** Only jobs of this queue (a node's per-queue lane); absent or null: every queue. */
+  queue?: string | null;
 }
 
 /** A row returned by the claim statements (the classic one and the cursor claimer's). */
@@ -69,17 +76,20 @@ export function boostSql(now: string, alias: string): string {
 }
 
 /**
- * The classic claim's CTEs: `levels` (the recursive skip scan over the distinct priorities), `candidates`
- * (per level the first `$1` unlocked due rows in (scheduled_time, id) order, locked) and `picked` (the best
- * `$1` of them by effective priority). Parameters: limit, node, types, boost ms, now (as {@link claimSql}).
+ * The claim's CTEs: `levels` (the recursive skip scan over the distinct priorities), `candidates` (per
+ * level the first `$1` unlocked due rows in (scheduled_time, id) order, locked) and `picked` (the best `$1`
+ * of them by effective priority). Parameters: limit, node, types, boost ms, now (as {@link claimSql}), and
+ * with `byQueue` the queue as `$6`: every scan is then narrowed to that queue (the per-queue index).
  */
-export function classicCandidatesSql(t: Tables, now: string): string {
+export function candidatesSql(t: Tables, now: string, byQueue = false): string {
+  const inQueue = byQueue ? " AND queue = $6" : "";
+  const jInQueue = byQueue ? " AND j.queue = $6" : "";
   return `
     WITH RECURSIVE levels(p) AS (
-      (SELECT priority FROM ${t.jobs} WHERE status = 'PENDING' ORDER BY priority DESC LIMIT 1)
+      (SELECT priority FROM ${t.jobs} WHERE status = 'PENDING'${inQueue} ORDER BY priority DESC LIMIT 1)
       UNION ALL
       SELECT (SELECT j.priority FROM ${t.jobs} j
-              WHERE j.status = 'PENDING' AND j.priority < levels.p
+              WHERE j.status = 'PENDING'${jInQueue} AND j.priority < levels.p
               ORDER BY j.priority DESC LIMIT 1)
       FROM levels WHERE levels.p IS NOT NULL
     ),
@@ -88,7 +98,7 @@ export function classicCandidatesSql(t: Tables, now: string): string {
       FROM levels
       CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-        WHERE j.status = 'PENDING' AND j.priority = levels.p
+        WHERE j.status = 'PENDING'${jInQueue} AND j.priority = levels.p
           AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
         ORDER BY j.scheduled_time, j.id
         LIMIT $1
@@ -125,9 +135,12 @@ export function claimUpdateSql(t: Tables, now: string, withPayload: boolean, ext
 /** The claim's `now`: parameter `$5` when given (tests), else the database's now(). */
 export const claimNowSql = "coalesce($5::timestamptz, now())";
 
-/** The claim statement (exported for EXPLAIN tests and docs). Parameters: limit, node, types, boost ms, now. */
-export function claimSql(t: Tables, withPayload: boolean): string {
-  return `${classicCandidatesSql(t, claimNowSql)}
+/**
+ * The claim statement (exported for EXPLAIN tests and docs). Parameters: limit, node, types, boost ms, now,
+ * and with `byQueue` the queue.
+ */
+export function claimSql(t: Tables, withPayload: boolean, byQueue = false): string {
+  return `${candidatesSql(t, claimNowSql, byQueue)}
     ${claimUpdateSql(t, claimNowSql, withPayload)}`;
 }
 
@@ -158,17 +171,22 @@ export function sortClaimOrder(jobs: ClaimedJob[]): ClaimedJob[] {
   );
 }
 
-const statement = payloadVariants("claim", claimSql);
+const statement = payloadVariants("claim", (t, withPayload) => claimSql(t, withPayload));
+const queueStatement = payloadVariants("queue_claim", (t, withPayload) => claimSql(t, withPayload, true));
 
 /**
  * Claims up to `limit` jobs for `nodeId`: they become RUNNING, picked by the node, with the attempt
- * counted. Returned in claim order. Concurrent claimers get disjoint batches.
+ * counted. Returned in claim order. Concurrent claimers get disjoint batches. With `args.queue`, only jobs
+ * of that queue.
  */
 export async function claimJobs(db: Queryable, t: Tables, args: ClaimArgs): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.types.length === 0) return [];
-  const stmt = statement(t, args.withPayload);
+  const values = [args.limit, args.nodeId, args.types, args.boostIntervalMs, args.now ?? null];
+  const queue = args.queue ?? null;
   const res = await db.query<ClaimRow>(
-    stmt([args.limit, args.nodeId, args.types, args.boostIntervalMs, args.now ?? null]),
+    queue === null
+      ? statement(t, args.withPayload)(values)
+      : queueStatement(t, args.withPayload)([...values, queue]),
   );
   // RETURNING has no order; restore claim order (effective priority, then scheduled time, then id).
   return sortClaimOrder(res.rows.map((r) => toClaimedJob(r, args.withPayload)));

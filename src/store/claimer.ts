@@ -35,11 +35,20 @@ export interface Claimer {
   describe(): Record<string, unknown>;
 }
 
-/** The classic path: one full claim statement per poll. */
+/** Options of {@link ClassicClaimer}: the node's {@link ClaimerOptions}, optionally narrowed to one queue. */
+export interface ClassicClaimerOptions extends ClaimerOptions {
+  /** Claim only jobs of this queue (the claimer of a node's per-queue lane). Absent: every queue. */
+  queue?: string;
+}
+
+/**
+ * The classic path: one full claim statement per poll. With `queue` it is the per-queue claimer of a node
+ * configured with `queues`: the same statement with a queue filter (src/store/claim-jobs.ts).
+ */
 export class ClassicClaimer implements Claimer {
   private claims = 0;
 
-  constructor(private readonly o: ClaimerOptions) {}
+  constructor(private readonly o: ClassicClaimerOptions) {}
 
   /** The classic claim looks at every level every poll, so `dueLevels` needs nothing more. */
   claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
@@ -50,12 +59,15 @@ export class ClassicClaimer implements Claimer {
       types,
       boostIntervalMs: this.o.boostIntervalMs,
       withPayload: this.o.withPayload,
+      queue: this.o.queue ?? null,
     });
   }
 
   onWakeup(): void {}
 
   describe(): Record<string, unknown> {
-    return { kind: "classic", claims: this.claims };
+    return this.o.queue === undefined
+      ? { kind: "classic", claims: this.claims }
+      : { kind: "classic", queue: this.o.queue, claims: this.claims };
   }
 }

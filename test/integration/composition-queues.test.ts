@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { ValidationError, type Pawl } from "../../src/index.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
-import { queueClaimSql } from "../../src/store/queue-claim-sql.js";
+import { claimSql } from "../../src/store/claim-jobs.js";
 import { tablesFor } from "../../src/store/sql.js";
 import { closeAll, onAny, startNodes } from "./composition-helpers.js";
 
@@ -202,7 +202,7 @@ describe("per-queue concurrency", () => {
     try {
       await client.query("BEGIN");
       const plan = await client.query<{ "QUERY PLAN": string }>(
-        `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${queueClaimSql(t, true)}`,
+        `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${claimSql(t, true, true)}`,
         [100, "ix-node", ["ix.t"], 0, null, "ix-small"],
       );
       const text = plan.rows.map((r) => r["QUERY PLAN"]).join("\n");

@@ -9,14 +9,13 @@ import {
 } from "../../src/composition/flow-input.js";
 import { JobComposition, deliveryOf, flowOf, waitTimeout } from "../../src/composition/job-composition.js";
 import { WaitForSignal } from "../../src/composition/errors.js";
-import { QueueLanes } from "../../src/composition/queue-lanes.js";
 import { resolveQueueLimits } from "../../src/composition/queue-config.js";
 import type { JobCompositionRow } from "../../src/store/flow-sql.js";
 import type { JobContextServices } from "../../src/composition/signals.js";
 import { JobContext } from "../../src/runtime/job-context.js";
 import { finishAttempt, settlementOf } from "../../src/runtime/finish-attempt.js";
 import type { JobRun } from "../../src/runtime/job-run.js";
-import type { OutcomeSink } from "../../src/runtime/outcome-writer.js";
+import type { OutcomeSink } from "../../src/store/outcome-sink.js";
 import type { Park } from "../../src/store/signal-sql.js";
 import { PawlEventEmitter } from "../../src/events.js";
 import { silentLogger } from "../../src/logger.js";
@@ -274,54 +273,6 @@ describe("the job's composition view", () => {
     const none = new JobComposition("1", undefined);
     await expect(none.waitForSignal()).rejects.toBeInstanceOf(WaitForSignal);
     expect(await none.flow()).toBeNull();
-  });
-});
-
-describe("QueueLanes", () => {
-  type Item = { job: { id: string; queue: string } };
-  const item = (id: string, queue: string): Item => ({ job: { id, queue } });
-
-  it("shares prefetch in proportion and reports each lane's room", () => {
-    const lanes = new QueueLanes<Item>(
-      new Map([
-        ["a", 3],
-        ["b", 1],
-      ]),
-      8,
-    );
-    expect(lanes.rooms()).toEqual([
-      ["a", 9],
-      ["b", 3],
-    ]);
-    expect(lanes.room()).toBe(12);
-    expect(new QueueLanes<Item>(new Map([["a", 3]]), 0).rooms()).toEqual([["a", 3]]);
-  });
-
-  it("starts up to each lane's limit, round robin, and frees on release", () => {
-    const lanes = new QueueLanes<Item>(
-      new Map([
-        ["a", 2],
-        ["b", 1],
-      ]),
-      0,
-    );
-    for (const id of ["a1", "a2", "a3"]) lanes.push(item(id, "a"));
-    for (const id of ["b1", "b2"]) lanes.push(item(id, "b"));
-    expect(lanes.push(item("x", "zzz"))).toBe(false);
-    const started: string[] = [];
-    for (let next = lanes.next(); next; next = lanes.next()) started.push(next.job.id);
-    expect(started).toEqual(["a1", "b1", "a2"]);
-    expect(lanes.describe()).toEqual([
-      { queue: "a", limit: 2, running: 2, buffered: 1 },
-      { queue: "b", limit: 1, running: 1, buffered: 1 },
-    ]);
-    expect(lanes.rooms()).toEqual([]);
-    expect(lanes.has("b2")).toBe(true);
-    lanes.release("b");
-    expect(lanes.next()?.job.id).toBe("b2");
-    expect(lanes.next()).toBeUndefined();
-    expect(lanes.takeAll().map((i) => i.job.id)).toEqual(["a3"]);
-    expect(lanes.buffered).toBe(0);
   });
 });
 

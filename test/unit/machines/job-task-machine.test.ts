@@ -39,6 +39,8 @@ function task(gates: Gates = {}) {
   const runHandler = effect("runHandler");
   const requestCancellation = effect("requestCancellation");
   const admitBreaker = effect("admitBreaker");
+  const validatePayload = effect("validatePayload");
+  const decideBreaker = effect("decideBreaker");
   const finish = vi.fn((_: unknown, outcome: TaskOutcome) => void log.push(`finish:${outcome.kind}`));
   const gate = (name: keyof Gates) => vi.fn((_: unknown, _slot: number) => gates[name] ?? false);
   const guards = {
@@ -56,6 +58,8 @@ function task(gates: Gates = {}) {
       runHandler,
       requestCancellation,
       admitBreaker,
+      validatePayload,
+      decideBreaker,
       finish,
     },
     guards,
@@ -66,7 +70,16 @@ function task(gates: Gates = {}) {
     log,
     finish,
     guards,
-    effects: { loadPayload, checkCancellation, acquirePermit, runHandler, requestCancellation, admitBreaker },
+    effects: {
+      loadPayload,
+      checkCancellation,
+      acquirePermit,
+      runHandler,
+      requestCancellation,
+      admitBreaker,
+      validatePayload,
+      decideBreaker,
+    },
     value: () => actor.getSnapshot().value,
     ctx: () => actor.getSnapshot().context,
     /** The outcomes `finish` was called with, in order. */
@@ -87,6 +100,9 @@ describe("job task: the hot path", () => {
     expect(t.ctx().slot).toBe(SLOT);
     expect(t.guards.needsCancelCheck).not.toHaveBeenCalled();
     expect(t.guards.breakerOpen).not.toHaveBeenCalled();
+    // The hot path runs neither the validator nor the breaker's decision.
+    expect(t.effects.validatePayload).not.toHaveBeenCalled();
+    expect(t.effects.decideBreaker).not.toHaveBeenCalled();
 
     t.actor.send({ type: "SETTLED", outcome: { kind: "success", result: 7 } });
     expect(t.value()).toBe("idle");
@@ -144,7 +160,14 @@ describe("job task: the lazy path and the gates", () => {
     expect(t.guards.breakerOpen).toHaveBeenCalledTimes(1);
     expect(t.guards.needsPermit).toHaveBeenCalledTimes(1);
     expect(t.guards.payloadInvalid).toHaveBeenCalledTimes(1);
-    expect(t.log).toEqual(["loadPayload", "checkCancellation", "admitBreaker", "runHandler"]);
+    expect(t.log).toEqual([
+      "loadPayload",
+      "checkCancellation",
+      "validatePayload",
+      "decideBreaker",
+      "admitBreaker",
+      "runHandler",
+    ]);
   });
 
   it("LOAD_FAILED finishes as a failure carrying the error", () => {
@@ -172,7 +195,7 @@ describe("job task: the lazy path and the gates", () => {
     const t = task();
     t.actor.send({ type: "START", job: job() });
     expect(t.value()).toBe("running");
-    expect(t.log).toEqual(["admitBreaker", "runHandler"]);
+    expect(t.log).toEqual(["validatePayload", "decideBreaker", "admitBreaker", "runHandler"]);
   });
 
   it("breakerOpen: back to idle with finish breaker-open (delay 0: the runtime fills it in)", () => {
@@ -181,7 +204,7 @@ describe("job task: the lazy path and the gates", () => {
     expect(t.value()).toBe("idle");
     expect(t.guards.breakerOpen.mock.calls[0]?.[1]).toBe(SLOT);
     expect(t.outcomes()).toEqual([{ kind: "breaker-open", delayMs: 0 }]);
-    expect(t.log).toEqual(["finish:breaker-open"]);
+    expect(t.log).toEqual(["validatePayload", "decideBreaker", "finish:breaker-open"]);
   });
 
   it("the breaker is consulted before the permit: an open breaker never asks for a permit", () => {
@@ -209,7 +232,13 @@ describe("job task: the lazy path and the gates", () => {
     t.actor.send({ type: "START", job: job({ resource: "gpu" }) });
     t.actor.send({ type: "PERMIT", granted: true, retryInMs: 5000 });
     expect(t.value()).toBe("running");
-    expect(t.log).toEqual(["admitBreaker", "acquirePermit", "runHandler"]);
+    expect(t.log).toEqual([
+      "validatePayload",
+      "decideBreaker",
+      "admitBreaker",
+      "acquirePermit",
+      "runHandler",
+    ]);
     expect(t.finish).not.toHaveBeenCalled();
   });
 
@@ -227,7 +256,7 @@ describe("job task: the lazy path and the gates", () => {
     const t = task({ needsPermit: true });
     t.actor.send({ type: "START", job: job({ resource: "gpu", service: "smtp" }) });
     expect(t.value()).toBe("acquiringPermit");
-    expect(t.log).toEqual(["admitBreaker", "acquirePermit"]);
+    expect(t.log).toEqual(["validatePayload", "decideBreaker", "admitBreaker", "acquirePermit"]);
     t.actor.send({ type: "PERMIT", granted: true, retryInMs: 0 });
     expect(t.value()).toBe("running");
     expect(t.effects.admitBreaker).toHaveBeenCalledTimes(1);
@@ -237,7 +266,7 @@ describe("job task: the lazy path and the gates", () => {
     const t = task({ payloadInvalid: true });
     t.actor.send({ type: "START", job: job() });
     expect(t.value()).toBe("idle");
-    expect(t.log).toEqual(["finish:invalid-payload"]);
+    expect(t.log).toEqual(["validatePayload", "finish:invalid-payload"]);
   });
 });
 
@@ -305,5 +334,65 @@ describe("job task: running and aborts", () => {
     t.actor.send({ type: "CANCEL" });
     expect(t.value()).toBe("checkingCancellation");
     expect(t.effects.requestCancellation).not.toHaveBeenCalled();
+  });
+});
+
+describe("job task: guards only read what the actions computed", () => {
+  // The validator (user code) and the breaker's decision (which may spawn a breaker) are actions; the
+  // guards that follow read the values they left, in the same macrostep.
+  function computed(verdicts: { invalid: boolean; open: boolean }) {
+    const seen = { invalid: false, open: false };
+    const order: string[] = [];
+    const machine = jobTaskMachine.provide({
+      actions: {
+        validatePayload: () => {
+          order.push("validatePayload");
+          seen.invalid = verdicts.invalid;
+        },
+        decideBreaker: () => {
+          order.push("decideBreaker");
+          seen.open = verdicts.open;
+        },
+        finish: (_, outcome: TaskOutcome) => void order.push(`finish:${outcome.kind}`),
+        runHandler: () => void order.push("runHandler"),
+      },
+      guards: {
+        payloadInvalid: () => (order.push("payloadInvalid?"), seen.invalid),
+        breakerOpen: () => (order.push("breakerOpen?"), seen.open),
+      },
+    });
+    const actor = createActor(machine, { input: { slot: SLOT, now: () => 0 } }).start();
+    actor.send({ type: "START", job: job({ service: "smtp" }) });
+    return { order, value: actor.getSnapshot().value };
+  }
+
+  it("an invalid verdict left by validatePayload finishes invalid-payload; the breaker is never decided", () => {
+    const r = computed({ invalid: true, open: true });
+    expect(r.value).toBe("idle");
+    expect(r.order).toEqual(["validatePayload", "payloadInvalid?", "finish:invalid-payload"]);
+  });
+
+  it("an open breaker decided by decideBreaker finishes breaker-open", () => {
+    const r = computed({ invalid: false, open: true });
+    expect(r.value).toBe("idle");
+    expect(r.order).toEqual([
+      "validatePayload",
+      "payloadInvalid?",
+      "decideBreaker",
+      "breakerOpen?",
+      "finish:breaker-open",
+    ]);
+  });
+
+  it("a valid payload and a closed breaker run", () => {
+    const r = computed({ invalid: false, open: false });
+    expect(r.value).toBe("running");
+    expect(r.order.slice(0, 4)).toEqual([
+      "validatePayload",
+      "payloadInvalid?",
+      "decideBreaker",
+      "breakerOpen?",
+    ]);
+    expect(r.order.at(-1)).toBe("runHandler");
   });
 });

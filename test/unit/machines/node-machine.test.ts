@@ -146,13 +146,29 @@ describe("node machine", () => {
     n.actor.send({ type: "DRAIN" });
     expect(n.value()).toBe("draining");
     expect(n.actor.getSnapshot().status).toBe("active");
-    // The node does not forward DRAIN: the runtime tells the poller itself.
-    expect(poller?.getSnapshot().value).toBe("idle");
+    // The node's state is the one record of the drain, and it tells the poller.
+    expect(poller?.getSnapshot().value).toBe("draining");
     n.actor.send({ type: "STOPPED" });
     expect(n.value()).toBe("stopped");
     expect(n.actor.getSnapshot().status).toBe("done");
     expect(poller?.getSnapshot().status).toBe("stopped");
     expect(slot?.getSnapshot().status).toBe("stopped");
+    expect(n.errors).toEqual([]);
+  });
+
+  it("DRAIN reaches a poller that is waiting for its next poll: it claims no more", () => {
+    const claim = vi.fn();
+    const machine = nodeMachine.provide({
+      actors: { poller: pollerMachine.provide({ actions: { claim } }) },
+    });
+    const n = node(1, defaultPollingConfig, machine);
+    n.get("poller")?.send({ type: "START" });
+    n.get("poller")?.send({ type: "CLAIMED", claimed: 0, limit: 1, delayMs: 500, mode: "normal" });
+    expect(n.snap("poller").value).toBe("waiting");
+    n.actor.send({ type: "DRAIN" });
+    expect(n.snap("poller").value).toBe("draining");
+    n.clock.increment(10_000);
+    expect(claim).toHaveBeenCalledTimes(1);
     expect(n.errors).toEqual([]);
   });
 
