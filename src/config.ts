@@ -22,14 +22,19 @@ import {
   type RuntimeOptions,
 } from "./runtime/runtime-config.js";
 import { resolveQueueLimits } from "./composition/queue-config.js";
+import { embeddedCoordinator, usesEmbeddedDatabase } from "./embedded/embedded-config.js";
 
 /** Options of {@link createPawl}. Every field is optional. */
 export interface PawlConfig extends RuntimeOptions {
-  /** PostgreSQL URL. Env `DATABASE_URL`; default `postgres://postgres@127.0.0.1:5432/postgres`. */
+  /**
+   * PostgreSQL URL. Env `DATABASE_URL`; default `postgres://postgres@127.0.0.1:5432/postgres`.
+   * `pglite://memory` or `pglite://<directory>` runs an embedded PostgreSQL in this process instead
+   * (docs/embedded.md): one process, one connection, the in-memory coordinator by default.
+   */
   connectionString?: string;
   /** Your own pool instead of `connectionString` (pawl will not end it on close). */
   pool?: pg.Pool;
-  /** Connections in pawl's own pool. Default 10. */
+  /** Connections in pawl's own pool. Default 10 (an embedded database always has one). */
   maxConnections?: number;
   /** The schema holding pawl's tables. Env `PAWL_SCHEMA`; default `pawl`. */
   schema?: string;
@@ -88,7 +93,10 @@ export interface PawlConfig extends RuntimeOptions {
    * if that is longer).
    */
   claimCursorFullDiscoveryMaxMs?: number;
-  /** The wakeup transport: `none`, `in-memory`, `postgres`, an amqp:// or hazelcast:// URL, or an instance. Env `PAWL_COORDINATOR`. */
+  /**
+   * The wakeup transport: `none`, `in-memory`, `postgres`, an amqp:// or hazelcast:// URL, or an instance.
+   * Env `PAWL_COORDINATOR`. Default `none`; `in-memory` on an embedded database, which refuses `postgres`.
+   */
   coordinator?: string | Coordinator;
   /** Where pawl logs. Default: silent. */
   logger?: Logger;
@@ -262,7 +270,9 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     claimCursorDiscoveryMs,
     claimCursorFullDiscoveryMs,
     claimCursorFullDiscoveryMaxMs,
-    coordinator: config.coordinator ?? process.env.PAWL_COORDINATOR ?? "none",
+    coordinator: usesEmbeddedDatabase(config.pool, connectionString)
+      ? embeddedCoordinator(config.coordinator ?? process.env.PAWL_COORDINATOR)
+      : (config.coordinator ?? process.env.PAWL_COORDINATOR ?? "none"),
     logger: config.logger ? guardLogger(config.logger) : silentLogger,
     clock: config.clock ?? systemClock,
   };

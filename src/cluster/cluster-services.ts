@@ -24,6 +24,7 @@ import { getNode, listNodes, removeNode, type NodeInfo, type NodeStatus } from "
 import { listLocks, type LockRow } from "../store/lock-sql.js";
 import type { Queryable, Tables } from "../store/sql.js";
 import { createPool } from "../store/pool.js";
+import { isEmbeddedUrl } from "../embedded/embedded-url.js";
 import { sweepReady } from "./cluster-logic.js";
 import type { ResolvedClusterOptions } from "./cluster-options.js";
 import { ClockSkewMonitor, type ClockSkewReading } from "./clock-skew.js";
@@ -103,9 +104,12 @@ export class ClusterServices {
   constructor(private readonly deps: ClusterServicesDeps) {
     const { pool, tables, nodeId, options: o, events, logger, clock } = deps;
     this.info = localNodeInfo(deps.concurrency, deps.transport, newInstanceId());
-    this.ownPool = deps.heartbeatConnectionString
-      ? createPool(deps.heartbeatConnectionString, 1, logger, "pawl-heartbeat")
-      : null;
+    // An embedded database serves one connection: its heartbeat shares the pool (a second one would open
+    // a second database, or be refused).
+    this.ownPool =
+      deps.heartbeatConnectionString && !isEmbeddedUrl(deps.heartbeatConnectionString)
+        ? createPool(deps.heartbeatConnectionString, 1, logger, "pawl-heartbeat")
+        : null;
     const beatDb = this.ownPool ?? pool;
     this.key = `${tables.schema}\u0000${nodeId}`;
     this.leases = new LeaseManager({ db: pool, tables, owner: nodeId, ttlMs: o.leaseTtlMs, clock, events });

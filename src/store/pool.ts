@@ -2,11 +2,14 @@
  * pawl's own connection pool, configured against pg's traps: a bounded connect timeout (pg waits forever
  * by default), TCP keep-alive, and an error listener so an idle client's error never crashes the host.
  * A client pawl has checked out is covered by store/held-client.ts instead; both report their faults on
- * the pool's CONNECTION_FAULT channel, which the runtime counts.
+ * the pool's CONNECTION_FAULT channel, which the runtime counts. A `pglite://` URL is the embedded
+ * database (src/embedded/), reached through the same pg driver.
  */
 import pg from "pg";
 import type { Logger } from "../logger.js";
-import { reportConnectionFault } from "./held-client.js";
+import { EmbeddedPool } from "../embedded/embedded-pool.js";
+import { isEmbeddedUrl } from "../embedded/embedded-url.js";
+import { connectHook, watchIdleErrors } from "./pool-hooks.js";
 
 /** The connect timeout when the connection string sets none, ms. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -35,8 +38,14 @@ export function connectTimeoutOf(connectionString: string): number {
     : DEFAULT_CONNECT_TIMEOUT_MS;
 }
 
-/** Creates a pool for pawl. */
+/**
+ * Creates a pool for pawl. A `pglite://` URL gives the embedded database instead (docs/embedded.md): a
+ * pool of one connection to PGlite in this process, whatever `max` says.
+ *
+ * @throws PawlError `INVALID_CONFIG` when the embedded URL is malformed or its directory is in use.
+ */
 export function createPool(connectionString: string, max: number, logger: Logger, name = "pawl"): pg.Pool {
+  if (isEmbeddedUrl(connectionString)) return new EmbeddedPool(connectionString, logger);
   const pool = new pg.Pool({
     connectionString,
     max,
@@ -44,25 +53,8 @@ export function createPool(connectionString: string, max: number, logger: Logger
     idleTimeoutMillis: 30_000,
     keepAlive: true,
     application_name: name,
-    // pawl's hot statements are named (prepared once per connection). PostgreSQL's default re-plans a
-    // prepared statement on each of its first five runs and then keeps re-planning it whenever the generic
-    // plan's estimate looks worse, which for the claim statements it always does: planning then cost more
-    // than running (0.7 ms against 0.4 ms for a claim after a wakeup). Their plans do not depend on the
-    // values (index range scans by status, priority and time), so the generic plan is the one we want.
-    // Set by a query in pg-pool's connect hook (awaited before the client is handed out) rather than a
-    // startup option, which poolers such as PgBouncer refuse by default; a refusal only costs speed. A
-    // pool the user brings keeps its own setting.
-    onConnect: async (client) => {
-      try {
-        await client.query("SET plan_cache_mode = force_generic_plan");
-      } catch (error) {
-        logger.warn("could not set plan_cache_mode on a new connection", { error: String(error) });
-      }
-    },
+    onConnect: connectHook(logger),
   });
-  pool.on("error", (error) => {
-    logger.warn("idle database connection failed", { error: String(error) });
-    reportConnectionFault(pool, { source: "idle", error });
-  });
+  watchIdleErrors(pool, logger);
   return pool;
 }
