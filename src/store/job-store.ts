@@ -41,7 +41,7 @@ export interface JobLifecycleStore {
   loadPayloads(ids: readonly string[]): Promise<Map<string, unknown>>;
   /** Marks jobs SUCCEEDED; returns the ids still RUNNING under `nodeId` (the others are left alone). */
   complete(nodeId: string, items: readonly Completion[]): Promise<Set<string>>;
-  /** Schedules retries (or DEAD once attempts are used up); returns the ids `nodeId` still held. */
+  /** Puts failed jobs back to PENDING after their delay, recording the error; returns the ids `nodeId` still held. */
   retry(nodeId: string, items: readonly Retry[]): Promise<Set<string>>;
   /** Moves jobs to the dead letter queue; returns the ids `nodeId` still held. */
   kill(nodeId: string, items: readonly Death[]): Promise<Set<string>>;
