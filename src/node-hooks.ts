@@ -51,7 +51,10 @@ export class NodeHooks implements ClientHooks {
     this.runtime = runtime;
   }
 
-  /** The node is stopping: nothing is announced to other nodes from now on (this node claims no more). */
+  /**
+   * The node is stopping: new work is no longer folded into inserts nor announced to other nodes (cancels
+   * of jobs running elsewhere still are).
+   */
   quiesce(): void {
     this.stopping = true;
   }
