@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore, PostgresJobStore } from "../../src/index.js";
+import type { PostgresJobStore } from "../../src/index.js";
+import { JobStore } from "../../src/index.js";
 import { ManualClock } from "../../src/clock.js";
 import { buildNewJob } from "../../src/enqueue-input.js";
 import { CursorClaimer, type CursorClaimerOptions } from "../../src/store/claim-cursor.js";
