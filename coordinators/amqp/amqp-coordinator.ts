@@ -125,6 +125,17 @@ export class AmqpCoordinator extends BaseCoordinator {
 
   /** amqplib's recovery `setup`: builds the topology on a fresh connection. A throw makes it retry. */
   private async setupTopology(model: ChannelModel): Promise<void> {
+    // Recovery listens to the connection only once setup has returned. Until then a socket error (a
+    // reset, the broker's host dying) is emitted on a model nobody listens to, and EventEmitter throws it
+    // into the host as an uncaughtException (reproduced in test/cluster/fault-coordinators.test.ts).
+    // The failed channel calls below then make setup throw, and recovery retries.
+    model.on("error", (error: Error) =>
+      this.log.debug("amqp coordinator: connection error during setup", { error: error.message }),
+    );
+    // A close parsed in the same chunk as the last reply is emitted before this function resumes, and
+    // before recovery listens for it: returning then would leave recovery holding a dead connection.
+    let lost = false;
+    model.once("close", () => (lost = true));
     const channel = await model.createChannel();
     channel.on("error", (error: Error) =>
       this.log.debug("amqp coordinator: channel error", { error: error.message }),
@@ -146,6 +157,7 @@ export class AmqpCoordinator extends BaseCoordinator {
       noAck: true,
       exclusive: true,
     });
+    if (lost) throw new Error("the connection closed while its topology was being set up");
     this.channel = channel;
     this.model = model;
     this.backpressure = false;
