@@ -8,6 +8,8 @@
 #   scripts/hazelcast.sh start    idempotent: exits 0 at once when the port already accepts connections
 #   scripts/hazelcast.sh stop     stops the member this script started on the port (pid file); else no-op
 #   scripts/hazelcast.sh status   exit 0 when the port accepts connections, 3 otherwise
+#   scripts/hazelcast.sh kill     kill -9 of the member this script started on the port (a crash, for the
+#                                 fault tests); exits 1 when there is none, so a fault is never silently skipped
 #
 # Environment: HAZELCAST_PORT (default 5701), HAZELCAST_CLUSTER (default "pawl"), HAZELCAST_VERSION
 # (default 5.6.0, falling back to 5.5.0 when Central lacks it), PAWL_HAZELCAST_DIR (default
@@ -167,6 +169,30 @@ stop() {
   log "member stopped (pid $pid)"
 }
 
+# A crash, not a stop: no shutdown hook runs, and clients learn of it from their sockets only. Waits until
+# the process is gone (SIGKILL cannot be ignored, so this is quick), so a `start` right after it launches
+# a fresh JVM rather than finding the dying one's port still open.
+kill_member() {
+  if ! pid_alive; then
+    log "no member started by this script runs on $HOST:$PORT; nothing to kill"
+    return 1
+  fi
+  local pid
+  pid="$(cat "$PID_FILE")"
+  kill -9 "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + 20))
+  # A zombie counts as gone: its sockets are closed, and whether it is reaped depends on who adopted it.
+  while kill -0 "$pid" 2>/dev/null && [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]]; do
+    if ((SECONDS >= deadline)); then
+      log "member $pid still exists 20s after SIGKILL"
+      return 1
+    fi
+    sleep 0.05
+  done
+  rm -f "$PID_FILE"
+  log "member killed (pid $pid)"
+}
+
 status() {
   if port_open; then
     echo "running on $HOST:$PORT$(pid_alive && echo " (pid $(cat "$PID_FILE"))")"
@@ -180,8 +206,9 @@ case "$COMMAND" in
   start) start ;;
   stop) stop ;;
   status) status ;;
+  kill) kill_member ;;
   *)
-    echo "usage: $0 start|stop|status" >&2
+    echo "usage: $0 start|stop|status|kill" >&2
     exit 2
     ;;
 esac

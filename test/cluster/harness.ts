@@ -105,6 +105,29 @@ export class NodeProcess {
     process.kill(this.pid, "SIGTERM");
   }
 
+  /** SIGUSR2: a node started with PAWL_PROBE_PEER_TYPE enqueues one probe job for its peer. */
+  probe(): void {
+    process.kill(this.pid, "SIGUSR2");
+  }
+
+  /** The stdout lines of one event, parsed (`claim`, `coordinator`, `wakeup`, `probe`...). */
+  events<T extends { at: number }>(event: string): T[] {
+    const marker = `"event":"${event}"`;
+    return this.stdout.filter((l) => l.includes(marker)).map((l) => JSON.parse(l) as T);
+  }
+
+  /**
+   * The sum of a metric's samples (all label sets) in the `metrics` line a fault-kit node prints when it
+   * stops; 0 when the metric is absent.
+   */
+  metric(name: string): number {
+    return this.stdout
+      .filter((l) => l.includes('"event":"metrics"'))
+      .flatMap((l) => (JSON.parse(l) as { text: string }).text.split("\n"))
+      .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  }
+
   /** Whether the process is still running. */
   get alive(): boolean {
     return this.exit === null;

@@ -8,7 +8,8 @@
  * a crash from a clean exit.
  *
  * Environment: DATABASE_URL, PAWL_SCHEMA, PAWL_NODE_ID, PAWL_CONCURRENCY (read by createPawl), and
- * NODE_OPTIONS_JSON: extra createPawl options plus `graceMs` for the stop.
+ * NODE_OPTIONS_JSON: extra createPawl options plus `graceMs` for the stop. The fault tests add
+ * PAWL_FAULT_KIT, PAWL_FAULT_SCHEDULE, PAWL_RECORDS_URL and PAWL_PROBE_TYPE / PAWL_PROBE_PEER_TYPE (below).
  */
 import { performance } from "node:perf_hooks";
 import pg from "pg";
@@ -77,6 +78,41 @@ if (faultKit) {
   });
   pawl.on("claim", (e) => {
     if (e.jobs.length > 0) say({ event: "claim", at: Date.now(), n: e.jobs.length });
+  });
+  // The coordinator fault test (fault-coordinators.test.ts) times outages and reconnections from these,
+  // and tells a wakeup-driven claim from a polled one by the coordinator's wakeups.
+  pawl.on("coordinator:connected", () => say({ event: "coordinator", state: "connected", at: Date.now() }));
+  pawl.on("coordinator:disconnected", () =>
+    say({ event: "coordinator", state: "disconnected", at: Date.now() }),
+  );
+  pawl.on("wakeup", (e) => {
+    if (e.source === "coordinator" && e.hint)
+      say({ event: "wakeup", at: Date.now(), target: e.hint.target ?? null, source: e.hint.source });
+  });
+}
+
+// PAWL_PROBE_TYPE / PAWL_PROBE_PEER_TYPE (fault-coordinators.test.ts): this node runs probe jobs of its
+// own type, and on SIGUSR2 enqueues one job of its peer's type, which only the peer can claim. The
+// enqueue's wakeup is the only fast way the peer can learn of it, so a prompt pickup proves the
+// coordinator carries wakeups between the two nodes. Printed as a `probe` line (or `probe-failed`).
+const probeType = process.env.PAWL_PROBE_TYPE;
+const probePeerType = process.env.PAWL_PROBE_PEER_TYPE;
+if (probeType) {
+  pawl.register(probeType, async (_payload, ctx) => {
+    await records.query(`INSERT INTO "${schema}".executions (job_id, node_id, attempt) VALUES ($1, $2, $3)`, [
+      ctx.jobId,
+      ctx.nodeId,
+      ctx.attempt,
+    ]);
+  });
+}
+if (probePeerType) {
+  process.on("SIGUSR2", () => {
+    const at = Date.now();
+    pawl.enqueue(probePeerType, {}).then(
+      (job) => say({ event: "probe", id: job.id, type: probePeerType, at }),
+      (error: unknown) => say({ event: "probe-failed", error: String(error), at }),
+    );
   });
 }
 
