@@ -320,7 +320,7 @@ describe("dlq", () => {
     expect(await pawl.getJob(retried)).toMatchObject({ status: "PENDING", attempts: 0 });
     const partial = await pawlCli("dlq", "retry", retried, "--json");
     expect(partial.code).toBe(1);
-    expect(JSON.parse(partial.stdout)).toEqual({ retried: [], notDead: [retried] });
+    expect(JSON.parse(partial.stdout)).toEqual({ retried: [], duplicates: [], notDead: [retried] });
     expect(partial.stderr).toContain(`not retried (no such DEAD job): ${retried}`);
 
     // purge refuses without --yes and deletes nothing.
@@ -341,6 +341,21 @@ describe("dlq", () => {
     expect(all.code).toBe(0);
     expect(await pawl.getJob(kept)).toBeNull();
     expect((await pawlCli("dlq", "list")).stdout).toBe("the dead letter queue is empty\n");
+  });
+
+  it("says when a retried job was canceled as a duplicate of the live job holding its unique key", async () => {
+    const dead = await pawl.enqueue("dlq.keyed", {}, { uniqueKey: "cli-dup" });
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'DEAD' WHERE id = $1`, [dead.id]);
+    const live = await pawl.enqueue("dlq.keyed", {}, { uniqueKey: "cli-dup" });
+    expect(live.inserted).toBe(true);
+
+    const r = await pawlCli("dlq", "retry", dead.id);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      `job ${dead.id} canceled as a duplicate: live job ${live.id} holds its unique key`,
+    );
+    expect(r.stderr).not.toContain("no such DEAD job");
+    expect((await pawl.getJob(dead.id))?.status).toBe("CANCELED");
   });
 });
 

@@ -33,18 +33,24 @@ export const dlqRetryCommand: Command = {
   usage: "dlq retry <id...> [--json]",
   details:
     "Sends the given DEAD jobs back to PENDING, due now, with their attempts reset (their errors are kept).\n" +
-    "Exits with 1 when any id was not a DEAD job (those are listed on stderr); the others are still retried.",
+    "Exits with 1 when any id was not a DEAD job, or was canceled as a duplicate because a live job holds its\n" +
+    "unique key (both are listed on stderr); the others are still retried.",
   options: { ...jsonOption },
   positionals: { min: 1, max: 1000, names: "<id...>" },
   async run(ctx, args) {
     const ids = [...new Set(args.positionals.map((raw) => idValue("<id...>", raw)))];
     const jobs = await ctx.pawl().dlq.retry(ids);
     const retried = new Set(jobs.map((j) => j.id));
-    const missed = ids.filter((id) => !retried.has(id));
-    if (flagOpt(args, "json")) ctx.out(json({ retried: jobs, notDead: missed }));
+    // A job whose unique key a live job holds was canceled as a duplicate, not left DEAD: say so.
+    const duplicates = jobs.duplicates;
+    const canceled = new Set(duplicates.map((d) => d.jobId));
+    const missed = ids.filter((id) => !retried.has(id) && !canceled.has(id));
+    if (flagOpt(args, "json")) ctx.out(json({ retried: jobs, duplicates, notDead: missed }));
     else if (jobs.length > 0) ctx.out(`retried ${plural(jobs.length, "job")}: ${[...retried].join(", ")}`);
+    for (const d of duplicates)
+      ctx.err(`pawl: job ${d.jobId} canceled as a duplicate: live job ${d.liveJobId} holds its unique key`);
     if (missed.length > 0) ctx.err(`pawl: not retried (no such DEAD job): ${missed.join(", ")}`);
-    return missed.length > 0 ? 1 : 0;
+    return missed.length > 0 || duplicates.length > 0 ? 1 : 0;
   },
 };
 
