@@ -36,6 +36,10 @@ export { ManualClock, systemClock } from "./clock.js";
 export type { Clock } from "./clock.js";
 export { consoleLogger, silentLogger } from "./logger.js";
 export type { Logger, LogFields } from "./logger.js";
+export { openEmbeddedDatabase } from "./embedded/embedded-database.js";
+export type { EmbeddedDatabase, EmbeddedDatabaseOptions } from "./embedded/embedded-database.js";
+export type { EmbeddedPool } from "./embedded/embedded-pool.js";
+export type { EmbeddedLocation } from "./embedded/embedded-url.js";
 
 /**
  * Creates a pawl node: a {@link Pawl}, which enqueues and reads like a {@link PawlClient} and also runs

@@ -5,6 +5,8 @@
  * - {@link inline} runs each job as it is enqueued, with its registered handler, in the caller's flow; a job
  *   enqueued in a transaction runs once that transaction has committed, never after a rollback.
  * - {@link drain} runs the jobs that are due, once, and counts the outcomes.
+ * - {@link embeddedPawl} gives a migrated pawl on a fresh in-memory embedded PostgreSQL (no server needed),
+ *   to run jobs for real: the same runtime and SQL as production.
  *
  * inline() and drain() run handlers as a node does (a real JobContext, the watchdog's deadline, payload
  * validation) and record outcomes with the runtime's own rules, so retries, DEAD jobs and snoozes end
@@ -30,3 +32,5 @@ export { drain } from "./drain.js";
 export type { DrainOptions, DrainResult } from "./drain.js";
 export type { AttemptResult, AttemptStatus } from "./run-attempt.js";
 export type { PayloadMatcher, PayloadPattern } from "./match.js";
+export { embeddedDatabase, embeddedPawl } from "./embedded.js";
+export type { EmbeddedPawl } from "./embedded.js";
