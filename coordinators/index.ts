@@ -3,13 +3,14 @@
  *
  * {@link createCoordinator} turns a spec string into a coordinator, not yet started. Each network
  * transport is loaded with a dynamic `import()` when chosen, so an application using LISTEN/NOTIFY never
- * loads amqplib or hazelcast-client (both are regular dependencies of the package, so they are installed,
- * but their code and connection machinery stay out of the process). Everything exported statically here
+ * loads amqplib or hazelcast-client. Their client libraries (`pg-listen`, `amqplib`, `hazelcast-client`)
+ * are optional peer dependencies: the application installs the one it chooses, and choosing a transport
+ * whose client is missing is a `MissingDependencyError` naming the package. Everything exported statically here
  * is free of client libraries: the SPI types, spec parsing, the shared building blocks for writing a
  * custom transport, and the dependency-free `none` and `in-memory` coordinators. This file is the only
  * entry point: the transport folders have no index of their own.
  */
-import { ValidationError } from "../src/errors.js";
+import { importOptional, ValidationError } from "../src/errors.js";
 import type { CoordinatorOptions } from "./coordinator-options.js";
 import { parseCoordinatorSpec } from "./coordinator-spec.js";
 import { postgresChannelName } from "./postgres/postgres-config.js";
@@ -95,7 +96,9 @@ export interface CreateCoordinatorOptions extends CoordinatorOptions {
 /**
  * Builds the coordinator a spec names, loading its transport on demand; an instance is returned as is.
  * The result is not started: the runtime subscribes, then calls `start()`. Throws
- * `ValidationError("INVALID_COORDINATOR")` for a bad spec; never for an unreachable server.
+ * `ValidationError("INVALID_COORDINATOR")` for a bad spec, and `MissingDependencyError`
+ * (`MISSING_DEPENDENCY`) when the transport's client library is not installed; never for an unreachable
+ * server.
  *
  * @example
  * ```ts
@@ -141,7 +144,11 @@ export async function createCoordinator(
       return new InMemoryCoordinator(parsed, common);
     }
     case "postgres": {
-      const { PostgresCoordinator } = await import("./postgres/postgres-coordinator.js");
+      const { PostgresCoordinator } = await importOptional(
+        "pg-listen",
+        "the postgres coordinator",
+        () => import("./postgres/postgres-coordinator.js"),
+      );
       return new PostgresCoordinator(
         {
           connectionString: parsed.connectionString ?? options.connectionString,
@@ -151,11 +158,19 @@ export async function createCoordinator(
       );
     }
     case "amqp": {
-      const { AmqpCoordinator } = await import("./amqp/amqp-coordinator.js");
+      const { AmqpCoordinator } = await importOptional(
+        "amqplib",
+        "the amqp coordinator",
+        () => import("./amqp/amqp-coordinator.js"),
+      );
       return new AmqpCoordinator(parsed, common);
     }
     case "hazelcast": {
-      const { HazelcastCoordinator } = await import("./hazelcast/hazelcast-coordinator.js");
+      const { HazelcastCoordinator } = await importOptional(
+        "hazelcast-client",
+        "the hazelcast coordinator",
+        () => import("./hazelcast/hazelcast-coordinator.js"),
+      );
       return new HazelcastCoordinator(parsed, common);
     }
   }

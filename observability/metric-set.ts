@@ -6,7 +6,7 @@
  *
  * This file only declares; metrics.ts fills the metrics from the runtime's events and snapshots.
  */
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "./prom-client.js";
 import { TypeHistogram, type TypeTally } from "./hot-path.js";
 
 export { breakerStates, jobOutcomes, pollingModes, queueStatuses, type JobOutcome } from "./metric-labels.js";

@@ -7,7 +7,7 @@
  * scrape never loads the database. The core never imports prom-client: everything here is built on
  * what it emits. Every name is declared in metric-set.ts.
  */
-import { collectDefaultMetrics, Registry } from "prom-client";
+import { collectDefaultMetrics, Registry } from "./prom-client.js";
 import type { ActorNode, ActorTree } from "../src/index.js";
 import type { JobCount } from "../src/store/read-jobs.js";
 import { CachedRead } from "./cached-read.js";

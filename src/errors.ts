@@ -23,7 +23,8 @@ export type PawlErrorCode =
   | "INVALID_FLOW"
   | "FLOW_NOT_FOUND"
   | "NOT_WAITING"
-  | "DATABASE_UNAVAILABLE";
+  | "DATABASE_UNAVAILABLE"
+  | "MISSING_DEPENDENCY";
 
 /**
  * The base class of the errors pawl raises itself.
@@ -100,5 +101,60 @@ export class JobTimeoutError extends Error {
   constructor(timeoutMs: number) {
     super(`attempt timed out after ${timeoutMs} ms`);
     this.name = "JobTimeoutError";
+  }
+}
+
+/**
+ * Raised when a feature needs an optional peer dependency that is not installed: a coordinator's client
+ * library (`pg-listen`, `amqplib`, `hazelcast-client`) or `prom-client` for `pawl/observability`. The core
+ * needs only `pg`, `xstate` and `croner`, so these are installed by the applications that use them.
+ *
+ * @example
+ * ```ts
+ * try { await pawl.start(); }
+ * catch (e) { if (e instanceof MissingDependencyError) console.error(`npm install ${e.packageName}`); }
+ * ```
+ */
+export class MissingDependencyError extends PawlError {
+  /** The npm package to install. */
+  readonly packageName: string;
+
+  constructor(packageName: string, feature: string, options?: { cause?: unknown }) {
+    super(
+      "MISSING_DEPENDENCY",
+      `${feature} needs the package "${packageName}", which is not installed; install it with: npm install ${packageName}`,
+      options,
+    );
+    this.name = "MissingDependencyError";
+    this.packageName = packageName;
+  }
+}
+
+/**
+ * Imports an optional peer dependency (or a module of ours that imports one) and turns "package not
+ * found" into a {@link MissingDependencyError} naming it. Any other failure, including a missing file of
+ * pawl's own, is rethrown as it is, so a broken install is not misreported as a missing package.
+ *
+ * @example
+ * ```ts
+ * const { AmqpCoordinator } = await importOptional("amqplib", "the amqp coordinator", () => import("./amqp/amqp-coordinator.js"));
+ * ```
+ */
+export async function importOptional<T>(
+  packageName: string,
+  feature: string,
+  load: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+    const notFound = code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND";
+    // Node names the package in quotes: "Cannot find package 'amqplib' imported from ...".
+    const names =
+      typeof message === "string" &&
+      [`'${packageName}'`, `"${packageName}"`, `'${packageName}/`].some((q) => message.includes(q));
+    if (notFound && names) throw new MissingDependencyError(packageName, feature, { cause: error });
+    throw error;
   }
 }

@@ -20,7 +20,13 @@ export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators
 export type { EnqueueItem, DeadLetterQueue } from "./client.js";
 export type { PawlConfig, ResolvedConfig } from "./config.js";
 export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
-export { PawlError, ValidationError, JobNotFoundError, DatabaseUnavailableError } from "./errors.js";
+export {
+  PawlError,
+  ValidationError,
+  JobNotFoundError,
+  DatabaseUnavailableError,
+  MissingDependencyError,
+} from "./errors.js";
 export type { PawlErrorCode } from "./errors.js";
 export { priorities, resolvePriority } from "./priority.js";
 export type { Priority, PriorityName } from "./priority.js";
