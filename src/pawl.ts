@@ -15,6 +15,7 @@ import { resolveJobType, type Handler, type JobType, type RegisterOptions } from
 import { inspectNode, type ActorTree } from "./runtime/inspect.js";
 import { parseCoordinatorSpec } from "../coordinators/index.js";
 import { ClusterServices, readClusterView, type ClusterView } from "./cluster/cluster-services.js";
+import { buildNodeRegistry } from "./cluster/heartbeat.js";
 import {
   listSchedules,
   registerSchedule,
@@ -146,6 +147,15 @@ export class Pawl extends PawlClient {
       typeDefaults: (type) => this.node.typeDefaults(type),
       maxPayloadBytes: c.maxPayloadBytes,
       afterEnqueue: (jobs) => void this.node.afterEnqueue(jobs, undefined),
+      registry: () =>
+        buildNodeRegistry({
+          types: this.types.values(),
+          tree: this.inspect(),
+          concurrency: c.concurrency,
+          resources: c.runtimeOptions.resources,
+          defaultTimeoutMs: c.runtimeOptions.defaultTimeoutMs,
+          breakerOpenMs: (service) => c.runtimeOptions.breakerFor(service).openMs,
+        }),
       // Heartbeats get their own connection unless the caller brought the pool.
       ...(c.pool === undefined ? { heartbeatConnectionString: c.connectionString } : {}),
     });

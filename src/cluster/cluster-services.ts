@@ -28,6 +28,7 @@ import { isEmbeddedUrl } from "../embedded/embedded-url.js";
 import { sweepReady } from "./cluster-logic.js";
 import type { ResolvedClusterOptions } from "./cluster-options.js";
 import { ClockSkewMonitor, type ClockSkewReading } from "./clock-skew.js";
+import type { NodeRegistry } from "../logic/explain-facts.js";
 import { HeartbeatService, type HeartbeatResult, type LagProbe } from "./heartbeat.js";
 import { LeaseManager } from "./lease.js";
 import { localNodeInfo, newInstanceId, previousRunGone } from "./node-info.js";
@@ -54,6 +55,8 @@ export interface ClusterServicesDeps {
   afterEnqueue?: (jobs: readonly EnqueuedJob[]) => void;
   /** Replaces the event-loop lag probe (tests). */
   lag?: LagProbe;
+  /** What the node runs, published with each heartbeat (`pawl.explain` reads it). */
+  registry?: () => NodeRegistry | null;
   /**
    * When given, heartbeats (and clock readings) get a connection of their own to this database, so they
    * never queue behind job traffic on a saturated pool. Pawl passes it when it created its pool itself.
@@ -123,6 +126,7 @@ export class ClusterServices {
       events,
       logger,
       ...(deps.lag ? { lag: deps.lag } : {}),
+      ...(deps.registry ? { registry: deps.registry } : {}),
     });
     this.sweeper = new OrphanSweeper({
       pool,

@@ -4,9 +4,15 @@
  * how long the statement took, and the pure {@link heartbeatDelayMs} shortens the next wait by both, so a
  * busy node beats more often, not less. The service also tracks since when its beats have succeeded
  * without a break, which gates the orphan sweep after a database outage.
+ *
+ * Each beat also publishes what the node runs now (`node_info.registry`, built by {@link buildNodeRegistry}):
+ * its types, lanes and breakers. That is how `pawl.explain` on any process can say that no live node runs a
+ * type, or that every node that does has its breaker open, without asking the nodes.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import type { Clock } from "../clock.js";
+import { maxPublishedTypes, type NodeRegistry, type PublishedBreaker } from "../logic/explain-facts.js";
+import type { ActorTree } from "../runtime/inspect.js";
 import type { PawlEventEmitter } from "../events.js";
 import type { Logger } from "../logger.js";
 import type { Queryable, Tables } from "../store/sql.js";
@@ -70,6 +76,63 @@ export interface HeartbeatDeps {
   events: PawlEventEmitter;
   logger: Logger;
   lag?: LagProbe;
+  /** What the node runs now, published with each beat (see {@link buildNodeRegistry}); null: nothing yet. */
+  registry?: () => NodeRegistry | null;
+}
+
+/** What {@link buildNodeRegistry} reads: the node's registered types, its live actor tree, its config. */
+export interface RegistrySource {
+  types: Iterable<{
+    type: string;
+    queue: string | undefined;
+    service: string | undefined;
+    resource: string | undefined;
+    timeoutMs: number | undefined;
+  }>;
+  /** `pawl.inspect()`: null before start(). */
+  tree: ActorTree | null;
+  concurrency: number;
+  resources: ReadonlyMap<string, number>;
+  defaultTimeoutMs: number;
+  /** How long a service's breaker stays OPEN (its config's `openMs`). */
+  breakerOpenMs: (service: string) => number;
+}
+
+/**
+ * The registry a node publishes: read from its actor tree (lanes, busy slots, breakers), which is what
+ * the inspector shows too, so the two never disagree. Bounded to {@link maxPublishedTypes} types.
+ */
+export function buildNodeRegistry(src: RegistrySource): NodeRegistry {
+  const types = [...src.types].slice(0, maxPublishedTypes).map((t) => ({
+    type: t.type,
+    queue: t.queue ?? null,
+    service: t.service ?? null,
+    resource: t.resource ?? null,
+    timeoutMs: t.timeoutMs ?? null,
+  }));
+  const ctx = (src.tree?.context ?? {}) as {
+    busy?: number;
+    queues?: { queue: string | null; limit: number; running: number }[];
+  };
+  const breakers: PublishedBreaker[] = [];
+  for (const child of src.tree?.children ?? []) {
+    if (child.machine !== "breaker") continue;
+    const c = child.context as { service: string; state: PublishedBreaker["state"]; openedAt: number | null };
+    const openUntil =
+      c.state === "OPEN" && c.openedAt !== null ? c.openedAt + src.breakerOpenMs(c.service) : null;
+    breakers.push({ service: c.service, state: c.state, openUntil });
+  }
+  return {
+    types,
+    queues: ctx.queues
+      ? ctx.queues.map((q) => ({ name: q.queue ?? "default", limit: q.limit, running: q.running }))
+      : null,
+    concurrency: src.concurrency,
+    busy: ctx.busy ?? 0,
+    breakers,
+    resources: Object.fromEntries(src.resources),
+    defaultTimeoutMs: src.defaultTimeoutMs,
+  };
 }
 
 /** Writes this node's heartbeat. */
@@ -112,7 +175,15 @@ export class HeartbeatService {
     const started = clock.now();
     let row;
     try {
-      row = await upsertHeartbeat(this.deps.db, this.deps.tables, nodeId, this.deps.info, now);
+      // A registry that fails to build must not cost the beat: the node would be declared dead.
+      let registry: NodeRegistry | null = null;
+      try {
+        registry = this.deps.registry?.() ?? null;
+      } catch (error) {
+        logger.warn("could not build the node registry for the heartbeat", { error: String(error) });
+      }
+      const info = registry ? { ...this.deps.info, registry } : this.deps.info;
+      row = await upsertHeartbeat(this.deps.db, this.deps.tables, nodeId, info, now);
     } catch (error) {
       this.healthy = null;
       throw error;

@@ -3,6 +3,7 @@
  * (`now()`, or an explicit override in tests passed as `coalesce($n::timestamptz, now())`), so nodes
  * with skewed clocks still agree on who is alive.
  */
+import type { NodeRegistry } from "../logic/explain-facts.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 /** What a node tells the cluster about itself (stored as `node_info`). */
@@ -19,6 +20,13 @@ export interface NodeInfo {
   instance: string;
   /** Set by the orphan sweep when the node was declared dead (database time, ISO 8601). */
   deadAt?: string;
+  /**
+   * What the node runs, as of this beat: its types (with queue, service, resource), its lanes and their
+   * load, its breakers and its resource capacities. Read by `pawl.explain` (docs/console.md#explain).
+   * Kept in `node_info` rather than a column of its own: the heartbeat rewrites the document on every
+   * beat anyway, and nothing else reads it.
+   */
+  registry?: NodeRegistry;
 }
 
 /** One row of scheduler_node. */

@@ -1,0 +1,372 @@
+/**
+ * "Why is this job not running?" as a pure function of the facts (./explain-facts.ts) and the time they
+ * were read. A finished job says how it ended; a RUNNING one says where, since when and until when; one
+ * held by a dead node says when the orphan sweep should rescue it. Any other job gets every reason that
+ * holds now, in a fixed order: what holds the job itself (pause, signal, flow dependencies, due time),
+ * then what keeps every node that could run it from doing so (no such node, full queues, open breakers,
+ * exhausted permits). An empty list means the next poll of a node that runs its type should claim it.
+ *
+ * Node-side facts (lanes, breakers) are as of each node's last heartbeat, so they may be a few seconds
+ * old; the rest is the store's state at `facts.now`.
+ */
+import type {
+  ExplainDependency,
+  ExplainFacts,
+  ExplainNode,
+  ExplainPermit,
+  NodeRegistry,
+  PublishedType,
+} from "./explain-facts.js";
+
+/** A node that is alive and what it registers (for {@link NoNodeReason}). */
+export interface LiveNodeSummary {
+  nodeId: string;
+  types: string[];
+  /** Its queues, or null when it serves every queue. */
+  queues: string[] | null;
+}
+
+/** The job ended: SUCCEEDED, DEAD or CANCELED. */
+export interface FinishedReason {
+  kind: "finished";
+  outcome: "SUCCEEDED" | "DEAD" | "CANCELED";
+  finishedAt: Date | null;
+  attempts: number;
+  lastError: string | null;
+  cancelReason: string | null;
+}
+/** A live node runs (or has claimed) the job. */
+export interface RunningReason {
+  kind: "running";
+  nodeId: string;
+  since: Date | null;
+  /** The node's heartbeat age (ms). */
+  heartbeatAgeMs: number;
+  /** When the attempt times out, when known. */
+  deadline: Date | null;
+}
+/** The node holding the job is dead: the orphan sweep will put the job back. */
+export interface OrphanedReason {
+  kind: "orphaned";
+  nodeId: string;
+  /** The node's last heartbeat, or null when it has no row at all. */
+  heartbeatAt: Date | null;
+  /** When the sweep should have recovered it (threshold plus one sweep interval). */
+  expectedRescueAt: Date;
+}
+/** Paused by itself, its queue or its type. */
+export interface PausedReason {
+  kind: "paused";
+  by: "job" | "queue" | "type";
+  /** The queue or type (the job's id for a job pause). */
+  name: string;
+  since: Date | null;
+  pausedBy: string | null;
+}
+/** Parked by `ctx.waitForSignal()`. */
+export interface WaitingSignalReason {
+  kind: "waiting-signal";
+}
+/** A flow member whose dependencies have not all finished. */
+export interface WaitingDependenciesReason {
+  kind: "waiting-dependencies";
+  flowId: string | null;
+  dependencies: ExplainDependency[];
+}
+/** Due later. */
+export interface ScheduledReason {
+  kind: "scheduled";
+  at: Date;
+  inMs: number;
+}
+/** No live node registers the type (or none that does serves the queue). */
+export interface NoNodeReason {
+  kind: "no-node";
+  type: string;
+  queue: string;
+  /** Live nodes that register the type but do not serve the queue. */
+  typeWithoutQueue: string[];
+  alive: LiveNodeSummary[];
+}
+/** Every node that could run it is at its limit for the job's queue. */
+export interface QueueFullReason {
+  kind: "queue-full";
+  queue: string;
+  nodes: { nodeId: string; running: number; limit: number }[];
+}
+/** The service's breaker is open on every node that could run it. */
+export interface BreakerOpenReason {
+  kind: "breaker-open";
+  service: string;
+  /** The earliest time one of those nodes probes again. */
+  until: Date | null;
+  nodes: { nodeId: string; until: Date | null }[];
+}
+/** All of the resource's permits are held. */
+export interface PermitsExhaustedReason {
+  kind: "permits-exhausted";
+  resource: string;
+  capacity: number;
+  held: number;
+  holders: ExplainPermit[];
+}
+
+/** One reason, discriminated by `kind`. */
+export type ExplainReason =
+  | FinishedReason
+  | RunningReason
+  | OrphanedReason
+  | PausedReason
+  | WaitingSignalReason
+  | WaitingDependenciesReason
+  | ScheduledReason
+  | NoNodeReason
+  | QueueFullReason
+  | BreakerOpenReason
+  | PermitsExhaustedReason;
+
+/**
+ * The answer: `finished`, `running`, `orphaned`, `blocked` (at least one reason) or `runnable` (none: the
+ * next poll should take it).
+ */
+export interface Explanation {
+  jobId: string;
+  status: ExplainFacts["job"]["status"];
+  verdict: "finished" | "running" | "orphaned" | "blocked" | "runnable";
+  reasons: ExplainReason[];
+  /** When the facts were read (database time). */
+  at: Date;
+}
+
+/**
+ * Explains a job from its facts.
+ *
+ * @example
+ * ```ts
+ * const e = explainJob(facts);
+ * if (e.verdict === "blocked") console.log(e.reasons.map((r) => describeReason(r, facts.now)));
+ * ```
+ */
+export function explainJob(facts: ExplainFacts): Explanation {
+  const { job, now } = facts;
+  const answer = (verdict: Explanation["verdict"], reasons: ExplainReason[]): Explanation => ({
+    jobId: job.id,
+    status: job.status,
+    verdict,
+    reasons,
+    at: now,
+  });
+  if (job.status === "SUCCEEDED" || job.status === "DEAD" || job.status === "CANCELED") {
+    return answer("finished", [
+      {
+        kind: "finished",
+        outcome: job.status,
+        finishedAt: job.finishedAt,
+        attempts: job.attempts,
+        lastError: job.lastError,
+        cancelReason: job.cancelReason,
+      },
+    ]);
+  }
+  if (job.status === "RUNNING") return runningAnswer(facts, answer);
+
+  const reasons: ExplainReason[] = [];
+  if (job.status === "PAUSED") reasons.push(pausedReason(facts));
+  if (job.status === "WAITING") {
+    reasons.push(
+      job.waitingFor === "signal"
+        ? { kind: "waiting-signal" }
+        : { kind: "waiting-dependencies", flowId: job.flowId ?? null, dependencies: facts.dependencies },
+    );
+  }
+  const dueIn = job.scheduledTime.getTime() - now.getTime();
+  if (dueIn > 0) reasons.push({ kind: "scheduled", at: job.scheduledTime, inMs: dueIn });
+  reasons.push(...nodeReasons(facts));
+  return answer(reasons.length > 0 ? "blocked" : "runnable", reasons);
+}
+
+function runningAnswer(
+  facts: ExplainFacts,
+  answer: (v: Explanation["verdict"], r: ExplainReason[]) => Explanation,
+): Explanation {
+  const { job } = facts;
+  const nodeId = job.pickedBy ?? "";
+  const node = facts.nodes.find((n) => n.nodeId === nodeId);
+  if (!node || !node.alive) {
+    // The sweep recovers a dead node's rows once its heartbeat is past the threshold, at its next pass; a
+    // holder with no row at all is judged by the pick time instead (docs/cluster.md).
+    const from = node?.heartbeatAt ?? job.pickedAt ?? facts.now;
+    const rescue = new Date(from.getTime() + facts.deadNodeThresholdMs + facts.orphanSweepIntervalMs);
+    return answer("orphaned", [
+      { kind: "orphaned", nodeId, heartbeatAt: node?.heartbeatAt ?? null, expectedRescueAt: rescue },
+    ]);
+  }
+  const registered = node.registry?.types.find((t) => t.type === job.type);
+  const timeoutMs = job.timeoutMs ?? registered?.timeoutMs ?? node.registry?.defaultTimeoutMs ?? null;
+  const deadline = job.pickedAt && timeoutMs !== null ? new Date(job.pickedAt.getTime() + timeoutMs) : null;
+  return answer("running", [
+    { kind: "running", nodeId, since: job.pickedAt, heartbeatAgeMs: node.ageMs, deadline },
+  ]);
+}
+
+function pausedReason(facts: ExplainFacts): PausedReason {
+  const { job } = facts;
+  const by = job.pausedBy ?? "job";
+  if (by === "job") return { kind: "paused", by, name: job.id, since: job.updatedAt, pausedBy: null };
+  const name = by === "queue" ? job.queue : job.type;
+  const pause = facts.pauses.find((p) => p.kind === by && p.name === name);
+  return { kind: "paused", by, name, since: pause?.pausedAt ?? null, pausedBy: pause?.pausedBy ?? null };
+}
+
+/** Whether a node's lanes take jobs of `queue`. */
+function servesQueue(r: NodeRegistry, queue: string): boolean {
+  return r.queues === null || r.queues.some((q) => q.name === queue);
+}
+
+/** The reasons found on the nodes: who could run the job, and what stops each of them. */
+function nodeReasons(facts: ExplainFacts): ExplainReason[] {
+  const { job, now } = facts;
+  const alive = facts.nodes.filter((n) => n.alive);
+  // A live node that publishes nothing might run the type: say nothing about nodes rather than guess.
+  if (alive.some((n) => n.registry === null)) return [];
+  const withType = alive.filter((n) => n.registry?.types.some((t) => t.type === job.type));
+  const able = withType.filter((n) => servesQueue(n.registry as NodeRegistry, job.queue));
+  if (able.length === 0) {
+    return [
+      {
+        kind: "no-node",
+        type: job.type,
+        queue: job.queue,
+        typeWithoutQueue: withType.map((n) => n.nodeId),
+        alive: alive.map(summary),
+      },
+    ];
+  }
+  const reasons: ExplainReason[] = [];
+  const lanes = able.map((n) => ({ nodeId: n.nodeId, ...laneOf(n.registry as NodeRegistry, job.queue) }));
+  if (lanes.every((l) => l.running >= l.limit)) {
+    reasons.push({ kind: "queue-full", queue: job.queue, nodes: lanes });
+  }
+  const reg = (n: ExplainNode): PublishedType | undefined =>
+    n.registry?.types.find((t) => t.type === job.type);
+  const service = able.map(reg).find((t) => t?.service)?.service ?? null;
+  if (service !== null) {
+    const open = able.map((n) => {
+      const b = n.registry?.breakers.find((x) => x.service === service);
+      const until = b?.state === "OPEN" ? b.openUntil : null;
+      return { nodeId: n.nodeId, open: until !== null && until > now.getTime(), until };
+    });
+    if (open.every((o) => o.open)) {
+      const earliest = Math.min(...open.map((o) => o.until as number));
+      reasons.push({
+        kind: "breaker-open",
+        service,
+        until: new Date(earliest),
+        nodes: open.map((o) => ({ nodeId: o.nodeId, until: o.until === null ? null : new Date(o.until) })),
+      });
+    }
+  }
+  const resource = able.map(reg).find((t) => t?.resource)?.resource ?? null;
+  if (resource !== null) {
+    const capacity = able.map((n) => n.registry?.resources[resource]).find((c) => c !== undefined);
+    const permits = facts.permits[resource] ?? { held: 0, holders: [] };
+    // The job's own permit (a RUNNING job keeps it) never blocks it; for a job that is not running, every
+    // held permit belongs to another job.
+    if (capacity !== undefined && permits.held >= capacity) {
+      reasons.push({ kind: "permits-exhausted", resource, capacity, ...permits });
+    }
+  }
+  return reasons;
+}
+
+function laneOf(r: NodeRegistry, queue: string): { running: number; limit: number } {
+  const lane = r.queues?.find((q) => q.name === queue);
+  return lane ? { running: lane.running, limit: lane.limit } : { running: r.busy, limit: r.concurrency };
+}
+
+function summary(n: ExplainNode): LiveNodeSummary {
+  return {
+    nodeId: n.nodeId,
+    types: n.registry?.types.map((t) => t.type) ?? [],
+    queues: n.registry?.queues?.map((q) => q.name) ?? null,
+  };
+}
+
+/**
+ * One line of plain English for a reason, relative to `now` (for the CLI and the console).
+ *
+ * @example
+ * ```ts
+ * describeReason({ kind: "scheduled", at, inMs: 90_000 }, now); // "scheduled for 2030-01-01T00:01:30.000Z (in 1m 30s)"
+ * ```
+ */
+export function describeReason(r: ExplainReason, now: Date): string {
+  const ago = (d: Date | null) =>
+    d ? ` since ${d.toISOString()} (${duration(now.getTime() - d.getTime())} ago)` : "";
+  switch (r.kind) {
+    case "finished":
+      return (
+        `finished ${r.outcome}${r.finishedAt ? ` at ${r.finishedAt.toISOString()}` : ""} after ${r.attempts} attempt(s)` +
+        (r.cancelReason ? `; reason: ${r.cancelReason}` : "") +
+        (r.lastError ? `; last error: ${r.lastError}` : "")
+      );
+    case "running":
+      return (
+        `running on node ${r.nodeId}${ago(r.since)}; heartbeat ${duration(r.heartbeatAgeMs)} old` +
+        (r.deadline ? `; deadline ${r.deadline.toISOString()}` : "")
+      );
+    case "orphaned":
+      return (
+        `held by node ${r.nodeId}, which is dead (${r.heartbeatAt ? `last heartbeat ${r.heartbeatAt.toISOString()}` : "no node row"}); ` +
+        `orphan recovery expected by ${r.expectedRescueAt.toISOString()}`
+      );
+    case "paused":
+      return r.by === "job"
+        ? `paused (the job itself)${ago(r.since)}`
+        : `paused: its ${r.by} ${JSON.stringify(r.name)} is paused${ago(r.since)}${r.pausedBy ? ` by ${r.pausedBy}` : ""}`;
+    case "waiting-signal":
+      return "waiting for a signal (pawl.signal(id, payload) resumes it)";
+    case "waiting-dependencies":
+      return r.dependencies.length > 0
+        ? `waiting for its flow ${r.flowId ?? ""} dependencies: ${r.dependencies
+            .map((d) => `${d.step ?? d.id} (job ${d.id}, ${d.status})`)
+            .join(", ")}`
+        : `waiting for the rest of its flow ${r.flowId ?? ""} to finish`;
+    case "scheduled":
+      return `scheduled for ${r.at.toISOString()} (in ${duration(r.inMs)})`;
+    case "no-node":
+      return (
+        `no live node runs type ${JSON.stringify(r.type)} in queue ${JSON.stringify(r.queue)}` +
+        (r.typeWithoutQueue.length > 0
+          ? ` (${r.typeWithoutQueue.join(", ")} register the type but not the queue)`
+          : "") +
+        `; alive: ${r.alive.length === 0 ? "none" : r.alive.map((n) => `${n.nodeId} [${n.types.join(", ")}]`).join("; ")}`
+      );
+    case "queue-full":
+      return `queue ${JSON.stringify(r.queue)} is full on every node that serves it: ${r.nodes
+        .map((n) => `${n.nodeId} ${n.running}/${n.limit}`)
+        .join(", ")}`;
+    case "breaker-open":
+      return `breaker of service ${JSON.stringify(r.service)} is open on every node that runs it${
+        r.until ? ` until ${r.until.toISOString()}` : ""
+      }`;
+    case "permits-exhausted":
+      return `all ${r.capacity} permits of resource ${JSON.stringify(r.resource)} are held${
+        r.holders.length > 0 ? ` by jobs ${r.holders.map((h) => `${h.jobId} (${h.nodeId})`).join(", ")}` : ""
+      }`;
+  }
+}
+
+/** A short human duration: `850ms`, `12s`, `1m 30s`, `2h 5m`, `3d 4h`. */
+export function duration(ms: number): string {
+  const abs = Math.abs(Math.round(ms));
+  const sign = ms < 0 ? "-" : "";
+  if (abs < 1000) return `${sign}${abs}ms`;
+  const s = Math.floor(abs / 1000);
+  if (s < 60) return `${sign}${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${sign}${m}m ${s % 60}s`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${sign}${h}h ${m % 60}m`;
+  return `${sign}${Math.floor(h / 24)}d ${h % 24}h`;
+}
