@@ -1,20 +1,25 @@
 /**
- * The demo: one pawl node against the local PostgreSQL, fed a steady stream of four kinds of job, each
- * showing one behaviour of the runtime. Progress (counts per event) is printed every second until Ctrl-C;
+ * The demo: one pawl node, fed a steady stream of four kinds of job, each showing one behaviour of the
+ * runtime. It runs on DATABASE_URL, else the local PostgreSQL, else (no server answers) the embedded
+ * database, and says which in its first line (database.ts). Progress (counts per event) is printed every second until Ctrl-C;
  * the first Ctrl-C drains the node gracefully, a second aborts running jobs at once.
  *
  *   npm start                         # until Ctrl-C
  *   npm start -- --once               # 5 seconds, then a graceful stop (CI); DEMO_DURATION_MS sets the time
  */
 import { createPawl, type JobContext } from "../../src/index.js";
-import { databaseUrl, lifecycle, sleep } from "../shared/lifecycle.js";
+import { lifecycle, sleep } from "../shared/lifecycle.js";
+import { chooseDatabase } from "./database.js";
 
-const life = lifecycle("demo", { durationEnv: "DEMO_DURATION_MS" });
+/** Logs before the lifecycle exists (it is made once the node runs), in its `[demo]` format. */
+const log = (message: string) => console.log(`[demo] ${message}`);
+const database = await chooseDatabase();
+log(database.explanation);
 const schema = process.env.PAWL_SCHEMA ?? "pawl_demo";
 const graceMs = 5_000;
 
 const pawl = createPawl({
-  connectionString: databaseUrl,
+  connectionString: database.url,
   schema,
   concurrency: 8,
   pollIntervalMs: 250,
@@ -85,11 +90,11 @@ pawl.on("job:rescheduled", (e) => {
 });
 pawl.on("breaker:change", (e) => {
   breakers.set(e.service, e.to);
-  life.log(`breaker ${e.service}: ${e.from} -> ${e.to}`);
+  log(`breaker ${e.service}: ${e.from} -> ${e.to}`);
 });
 pawl.on("error", (e) => {
   counts.errors++;
-  life.log(`runtime error in ${e.where}: ${e.error.message}`);
+  log(`runtime error in ${e.where}: ${e.error.message}`);
 });
 
 const began = Date.now();
@@ -101,8 +106,22 @@ function report(): void {
   );
 }
 
+// Booting the embedded database takes seconds: a Ctrl-C meanwhile exits at once. Nothing has run yet,
+// and a directory database recovers from an exit like from a crash (its lock is taken over).
+const interruptBoot = () => {
+  log("interrupted while starting");
+  process.exit(130);
+};
+process.once("SIGINT", interruptBoot);
+process.once("SIGTERM", interruptBoot);
+const booting = Date.now();
 await pawl.migrate();
+if (database.embedded) log(`embedded database ready and migrated in ${Date.now() - booting} ms`);
 await pawl.start();
+process.off("SIGINT", interruptBoot);
+process.off("SIGTERM", interruptBoot);
+// Made once the node runs, so a `--once` run's few seconds are not spent booting the embedded database.
+const life = lifecycle("demo", { durationEnv: "DEMO_DURATION_MS" });
 life.log(`node ${pawl.nodeId} running on schema ${schema}; Ctrl-C stops it gracefully, twice aborts`);
 
 let tick = 0;
