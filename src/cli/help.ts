@@ -44,6 +44,7 @@ export function globalHelp(commands: readonly Command[]): string {
     "Global options:",
     ...optionLines(globalOptions),
     "",
+    "pawl --version (or -V) prints pawl's version.",
     "Output is text for people; --json prints JSON for scripts.",
     "Exit codes: 0 done, 1 refused by pawl or failed, 2 bad arguments.",
   ].join("\n");

@@ -14,6 +14,7 @@ import type { CliIo, Command, CommandContext } from "./command.js";
 import { commands } from "./commands/index.js";
 import { checkDatabaseUrl } from "./database-url.js";
 import { commandHelp, globalHelp, globalOptions, groupHelp } from "./help.js";
+import { packageVersion } from "./version.js";
 
 export type { CliIo } from "./command.js";
 
@@ -94,6 +95,10 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
   let helpHint = "pawl --help";
 
   try {
+    if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
+      out(packageVersion());
+      return 0;
+    }
     const split = splitWords(argv);
     const rest = split.rest;
     let { words, help } = split;
