@@ -206,7 +206,7 @@ export function taskImplementations(host: TaskHost) {
         const run = runOf(slot);
         if (run) host.breakers.admit(run);
       },
-      finish: ({ context }, outcome) => {
+      finish: (context, outcome) => {
         const run = runOf(context.slot);
         if (run) host.finish(run, outcome);
       },

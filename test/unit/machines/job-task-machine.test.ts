@@ -125,8 +125,38 @@ describe("job task: the hot path", () => {
     const t = task({ readyToRun: true });
     t.actor.send({ type: "START", job: job() });
     t.actor.send({ type: "SETTLED", outcome: { kind: "success", result: null } });
-    const args = t.finish.mock.calls[0]?.[0] as { context: { slot: number } };
-    expect(args.context.slot).toBe(SLOT);
+    const context = t.finish.mock.calls[0]?.[0] as { slot: number };
+    expect(context.slot).toBe(SLOT);
+  });
+
+  it("a job writes no context: the same context object before, during and after it", () => {
+    const t = task({ readyToRun: true });
+    const before = t.ctx();
+    t.actor.send({ type: "START", job: job() });
+    expect(t.ctx()).toBe(before);
+    t.actor.send({ type: "SETTLED", outcome: { kind: "success", result: null } });
+    expect(t.ctx()).toBe(before);
+  });
+
+  it("the inspector sees every event and the state each one led to", () => {
+    const seen: string[] = [];
+    // The task is the only actor of its system here, so every inspection event is its own.
+    const actor = createActor(jobTaskMachine.provide({ guards: { readyToRun: () => true } }), {
+      input: { slot: SLOT, now: () => 0 },
+      inspect: (e) => {
+        if (e.type === "@xstate.event") seen.push(`event:${e.event.type}`);
+        if (e.type === "@xstate.snapshot") seen.push(`state:${(e.snapshot as { value?: string }).value}`);
+      },
+    }).start();
+    actor.send({ type: "START", job: job() });
+    actor.send({ type: "SETTLED", outcome: { kind: "success", result: null } });
+    expect(seen.filter((x) => !x.startsWith("event:xstate"))).toEqual([
+      "state:idle",
+      "event:START",
+      "state:running",
+      "event:SETTLED",
+      "state:idle",
+    ]);
   });
 
   it("the slot is reused: a second job runs on the same actor after the first finished", () => {
