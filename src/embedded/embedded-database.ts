@@ -40,11 +40,8 @@ export interface EmbeddedDatabaseOptions {
  * const db = await openEmbeddedDatabase("pglite://./.pawl-data");
  * const pawl = createPawl({ pool: db.pool });
  * await pawl.migrate();
- * const client = await db.pool.connect();
- * await client.query("BEGIN");
- * await pawl.enqueue("order.confirm", { orderId: 1 }, { client });
- * await client.query("COMMIT");
- * client.release();
+ * await db.pool.query("CREATE TABLE IF NOT EXISTS orders (id int PRIMARY KEY)");
+ * // An enqueue in your own transaction on a client of db.pool: docs/embedded.md.
  * await pawl.close();
  * await db.close();
  * ```
