@@ -20,6 +20,8 @@ import { validateJobId } from "./store/job-id.js";
 import { validateCancelReason } from "./store/cancel-job.js";
 import { validateDeadLetterFilter, validateFlowListFilter, validateFlowMemberLimit } from "./filter-input.js";
 import type { Queryable } from "./store/sql.js";
+import { readExplainFacts } from "./store/explain-sql.js";
+import { explainJob, type Explanation } from "./logic/explain.js";
 import type { FlowListFilter } from "./store/flow-sql.js";
 import type { CompositionDeps } from "./composition/deps.js";
 import type { BatchInput, ChainStep, FlowOptions, WorkflowInput } from "./composition/flow-input.js";
@@ -185,6 +187,27 @@ export class PawlClient {
   async getJob(id: string): Promise<Job | null> {
     this.assertOpen();
     return this.store.get(validateJobId(id));
+  }
+
+  /**
+   * Why a job is (or is not) running now: `finished` (outcome, last error), `running` (node, since when,
+   * heartbeat age, deadline), `orphaned` (its node is dead; when recovery is expected), or every reason
+   * that holds it back, in order: paused, waiting for a signal or its flow dependencies, scheduled later,
+   * no live node runs its type, its queue full on every node, its breaker open, its resource's permits all
+   * held (`runnable` when none does). Node facts are as of each node's last heartbeat (docs/console.md).
+   *
+   * @throws JobNotFoundError when no job has this id.
+   * @example
+   * ```ts
+   * const e = await pawl.explain(id);
+   * for (const r of e.reasons) console.log(describeReason(r, e.at));
+   * ```
+   */
+  async explain(id: string): Promise<Explanation> {
+    this.assertOpen();
+    const facts = await readExplainFacts(this.store, validateJobId(id), this.config.runtimeOptions.cluster);
+    if (!facts) throw new JobNotFoundError(String(id));
+    return explainJob(facts);
   }
 
   /** Lists jobs, newest first. */

@@ -5,6 +5,7 @@
 import type { Command } from "../command.js";
 import { dlqListCommand, dlqPurgeCommand, dlqRetryCommand } from "./dlq.js";
 import { enqueueCommand } from "./enqueue.js";
+import { explainCommand } from "./explain.js";
 import { inspectCommand } from "./inspect.js";
 import { cancelCommand, jobCommand, jobsCommand } from "./jobs.js";
 import { migrateCommand } from "./migrate.js";
@@ -23,6 +24,7 @@ export const commands: readonly Command[] = [
   enqueueCommand,
   jobsCommand,
   jobCommand,
+  explainCommand,
   cancelCommand,
   dlqListCommand,
   dlqRetryCommand,
