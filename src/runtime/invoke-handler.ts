@@ -18,7 +18,8 @@ export function invokeHandler(
 ): void {
   let result: unknown;
   try {
-    result = jobContextStorage.run(ctx, () => handler(payload, ctx));
+    // run(store, fn, ...args) passes the arguments on: no closure per call.
+    result = jobContextStorage.run(ctx, handler, payload, ctx);
   } catch (error) {
     result = Promise.reject(error);
   }

@@ -15,7 +15,7 @@ import type { Logger } from "../logger.js";
 import { nodeMachine } from "../machines/node-machine.js";
 import type { CancelResult } from "../store/cancel-job.js";
 import type { NodeStore } from "../store/job-store.js";
-import { finishAttempt } from "./finish-attempt.js";
+import { finishAttempt, type FinishDeps } from "./finish-attempt.js";
 import { newJobRun, type JobRun } from "./job-run.js";
 import { OutcomeWriter } from "./outcome-writer.js";
 import type { OutcomeSink } from "../store/outcome-sink.js";
@@ -79,6 +79,10 @@ export class NodeRuntime {
   private readonly dues: DueNotes;
   /** The outcome sink attempts finish through: the writer, noting the due time of every delayed write. */
   private readonly outcomes: OutcomeSink;
+  /** What finishing an attempt needs (finish-attempt.ts): built once, not once per job. */
+  private readonly finishDeps: FinishDeps;
+  /** Whether {@link afterFinish} is queued for this tick. */
+  private afterFinishQueued = false;
 
   constructor(readonly deps: NodeRuntimeDeps) {
     const { clock, logger, events } = deps;
@@ -96,6 +100,14 @@ export class NodeRuntime {
     });
     this.dues = new DueNotes({ clock, poller: () => this.actor("poller"), active: () => !this.draining });
     this.outcomes = this.dues.noting(this.writer, (id) => this.runs.get(id)?.claimed.priority);
+    this.finishDeps = {
+      writer: this.outcomes,
+      events,
+      random: Math.random,
+      now: () => clock.now(),
+      breakerResult: (r, ok) => this.breakers.result(r, ok),
+      breakerRelease: (r) => this.breakers.release(r),
+    };
     this.watchdogs = new WatchdogArming({
       runs: this.runs,
       clock,
@@ -330,14 +342,7 @@ export class NodeRuntime {
   private finish(run: JobRun, outcome: Parameters<typeof finishAttempt>[1]): void {
     run.settled = true;
     if (run.armed) this.sendLater(`watchdog-${run.slot}`, { type: "DISARM" });
-    finishAttempt(run, outcome, {
-      writer: this.outcomes,
-      events: this.deps.events,
-      random: Math.random,
-      now: () => this.deps.clock.now(),
-      breakerResult: (r, ok) => this.breakers.result(r, ok),
-      breakerRelease: (r) => this.breakers.release(r),
-    });
+    finishAttempt(run, outcome, this.finishDeps);
     if (run.permitHeld && run.type.resource) {
       const resource = run.type.resource;
       this.deps.store
@@ -350,16 +355,24 @@ export class NodeRuntime {
     this.slots.release(run.slot);
     run.lane.release();
     // Start the next buffered job after this transition completes (the slot's actor is mid-step now).
-    queueMicrotask(() => {
-      this.pump();
-      if (this.buffered <= this.lowWater) {
-        // Only a waiting poller can act on it; skip the event otherwise (this runs once per job).
-        const poller = this.actor("poller");
-        if (poller?.getSnapshot().value === "waiting") poller.send({ type: "SLOT_FREED" });
-      }
-      if (this.slots.busy === 0) this.slots.notifyIdle();
-    });
+    // One microtask for every attempt that finishes in the same tick, not one closure per attempt.
+    if (!this.afterFinishQueued) {
+      this.afterFinishQueued = true;
+      queueMicrotask(this.afterFinish);
+    }
   }
+
+  /** What follows finished attempts: pump the buffer, tell a waiting poller when it runs low, notify idleness. */
+  private readonly afterFinish = (): void => {
+    this.afterFinishQueued = false;
+    this.pump();
+    if (this.buffered <= this.lowWater) {
+      // Only a waiting poller can act on it; skip the event otherwise.
+      const poller = this.actor("poller");
+      if (poller?.getSnapshot().value === "waiting") poller.send({ type: "SLOT_FREED" });
+    }
+    if (this.slots.busy === 0) this.slots.notifyIdle();
+  };
 
   /**
    * Drains: no more claims, buffered jobs handed back, running ones given `graceMs`, then aborted

@@ -121,6 +121,18 @@ export function taskImplementations(host: TaskHost) {
     },
   );
 
+  // How long after its start an attempt's first watchdog step comes: it depends only on the timeout (the
+  // schedule is relative to the start), so it is computed once per timeout, not once per job.
+  const firstSteps = new Map<number, number>();
+  const firstStepAfter = (timeoutMs: number): number => {
+    let ms = firstSteps.get(timeoutMs);
+    if (ms === undefined) {
+      ms = watchdogSchedule(0, timeoutMs, options.watchdog)[0]?.at ?? timeoutMs;
+      if (firstSteps.size < 64) firstSteps.set(timeoutMs, ms);
+    }
+    return ms;
+  };
+
   const runHandler = (run: JobRun) => {
     const now = clock.now();
     run.startedAt = now;
@@ -137,8 +149,7 @@ export function taskImplementations(host: TaskHost) {
     );
     run.ctx = ctx;
     if (run.cancelRequested) ctx.abort("the job was canceled");
-    const firstStep = watchdogSchedule(now, timeoutMs, options.watchdog)[0]?.at ?? now + timeoutMs;
-    if (firstStep - now <= watchdogArmDelayMs) host.watchdogs.arm(run);
+    if (firstStepAfter(timeoutMs) <= watchdogArmDelayMs) host.watchdogs.arm(run);
     else host.watchdogs.later(run);
     if (events.has("job:started")) {
       events.emit("job:started", {
