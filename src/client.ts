@@ -101,7 +101,9 @@ export class PawlClient {
     this.pool =
       this.config.pool ??
       createPool(this.config.connectionString, this.config.maxConnections, this.config.logger, "pawl");
-    this.store = new PostgresJobStore(this.pool, this.config.schema);
+    this.store = new PostgresJobStore(this.pool, this.config.schema, undefined, {
+      succeeded: this.config.keepSucceeded ? "keep" : "delete",
+    });
     this.dlq = {
       list: async (f) => this.store.listDead(validateDeadLetterFilter(f)),
       retry: async (ids) => {

@@ -38,6 +38,15 @@ export interface PawlConfig extends RuntimeOptions {
   maxConnections?: number;
   /** The schema holding pawl's tables. Env `PAWL_SCHEMA`; default `pawl`. */
   schema?: string;
+  /**
+   * Whether a job that succeeds keeps its row (docs/job-lifecycle.md#where-a-job-lives). `true` (the
+   * default): it moves to the finished table with its result, readable with `getJob` / `listJobs` until
+   * `succeededRetentionMs` prunes it. `false`: the completion deletes the row, the fastest completion there
+   * is (graphile-worker's model): no result is stored, and `getJob` returns null for a job that succeeded.
+   * Flow members and completion jobs keep their rows either way, so flows still count and fan in. DEAD and
+   * CANCELED jobs are always kept. Applies to the outcomes this process writes.
+   */
+  keepSucceeded?: boolean;
   /** This node's id, unique in the cluster. Env `PAWL_NODE_ID`; default host-pid-random. */
   nodeId?: string;
   /** Jobs run at once on this node. Env `PAWL_CONCURRENCY`; default 10. */
@@ -114,6 +123,7 @@ export interface ResolvedConfig {
   pool: pg.Pool | undefined;
   maxConnections: number;
   schema: string;
+  keepSucceeded: boolean;
   nodeId: string;
   concurrency: number;
   /** Per-queue limits, or null (no `queues`). */
@@ -138,6 +148,7 @@ const known = new Set<string>([
   "pool",
   "maxConnections",
   "schema",
+  "keepSucceeded",
   "nodeId",
   "concurrency",
   "queues",
@@ -239,6 +250,13 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     claimCursorFullDiscoveryMs,
     24 * 3_600_000,
   );
+  const keepSucceeded = config.keepSucceeded ?? true;
+  if (typeof keepSucceeded !== "boolean") {
+    throw new ValidationError(
+      "INVALID_CONFIG",
+      `invalid keepSucceeded ${describeValue(keepSucceeded)}: use true or false`,
+    );
+  }
   const runtime: RuntimeOptions = {};
   for (const k of runtimeOptionKeys) if (config[k] !== undefined) Object.assign(runtime, { [k]: config[k] });
   const pollIntervalMs =
@@ -252,6 +270,7 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     pool: config.pool,
     maxConnections: intOption("maxConnections", config.maxConnections ?? 10, 2, 1000),
     schema: validateSchemaName(config.schema ?? process.env.PAWL_SCHEMA ?? defaultSchema),
+    keepSucceeded,
     nodeId,
     concurrency,
     queues: queues?.limits ?? null,

@@ -2,11 +2,12 @@
  * Canceling a job. A PENDING (or WAITING, or PAUSED) job becomes CANCELED at once. A RUNNING one becomes
  * CANCELED in the store too: the node running it sees its completion refused (the row is no longer
  * RUNNING) and discards the result, and the cancel request reaches the handler's context through the
- * runtime.
+ * runtime. Either way the row moves to the finished table in the statement that cancels it.
  */
 import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from "./job-row.js";
 import { ValidationError } from "../errors.js";
 import { storableText } from "../input-text.js";
+import { insertFinishedSql } from "./finished-sql.js";
 import { validateJobId } from "./job-id.js";
 import type { Queryable, Tables } from "./sql.js";
 
@@ -51,23 +52,37 @@ export async function cancelJob(
 ): Promise<CancelResult | null> {
   validateJobId(id);
   validateCancelReason(reason);
+  // Only live rows can be canceled, and every live status can. The row is locked first, so a concurrent
+  // outcome either ended it before (then it is in the finished table: already final) or waits for this.
   const res = await db.query<JobRow & { previous_status: JobStatus }>(
     `WITH prev AS (SELECT id, status FROM ${t.jobs} WHERE id = $1 FOR UPDATE),
+     gone AS (
+       DELETE FROM ${t.jobs} j USING prev
+       WHERE j.id = prev.id AND prev.status IN ('PENDING', 'RUNNING', 'WAITING', 'PAUSED')
+       RETURNING j.*
+     ),
      upd AS (
-       UPDATE ${t.jobs} j SET status = 'CANCELED', cancel_reason = $2, finished_at = now(), updated_at = now()
-       FROM prev WHERE j.id = prev.id AND prev.status IN ('PENDING', 'RUNNING', 'WAITING', 'PAUSED')
-       RETURNING ${jobColumns("j")}
+       ${insertFinishedSql(
+         t,
+         "g",
+         { status: "'CANCELED'", cancel_reason: "$2", finished_at: "now()", updated_at: "now()" },
+         "FROM gone g",
+         jobColumns("j"),
+       )}
      )
      SELECT prev.status AS previous_status, u.* FROM prev LEFT JOIN upd u ON true`,
     [id, reason],
   );
   const row = res.rows[0];
-  if (!row) return null;
-  if (row.id === null) {
-    const job = await db.query<JobRow>(`SELECT ${jobColumns()} FROM ${t.jobs} WHERE id = $1`, [id]);
+  if (!row || row.id === null) {
+    const job = await db.query<JobRow>(`SELECT ${jobColumns()} FROM ${t.all} WHERE id = $1`, [id]);
     const current = job.rows[0];
     if (!current) return null;
-    return { outcome: "already-final", previousStatus: row.previous_status, job: jobFromRow(current) };
+    return {
+      outcome: "already-final",
+      previousStatus: row?.previous_status ?? current.status,
+      job: jobFromRow(current),
+    };
   }
   return {
     outcome: row.previous_status === "RUNNING" ? "running-canceled" : "canceled",
@@ -80,7 +95,7 @@ export async function cancelJob(
 export async function canceledAmong(db: Queryable, t: Tables, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const res = await db.query<{ id: string }>(
-    `SELECT id FROM ${t.jobs} WHERE id = ANY($1::bigint[]) AND status = 'CANCELED'`,
+    `SELECT id FROM ${t.all} WHERE id = ANY($1::bigint[]) AND status = 'CANCELED'`,
     [ids],
   );
   return new Set(res.rows.map((r) => r.id));

@@ -1,6 +1,6 @@
 /**
  * The dead letter queue: jobs whose attempts ran out or whose error was not retryable, kept with their
- * errors in status DEAD until someone retries or purges them.
+ * errors in status DEAD, in the finished table (migration 0005), until someone retries or purges them.
  */
 import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
 import {
@@ -25,7 +25,7 @@ export interface DeadLetterFilter {
 export async function listDead(db: Queryable, t: Tables, f: DeadLetterFilter = {}): Promise<Job[]> {
   const limit = Math.min(1000, Math.max(1, f.limit ?? 50));
   const res = await db.query<JobRow>(
-    `SELECT ${jobColumns()} FROM ${t.jobs}
+    `SELECT ${jobColumns()} FROM ${t.finished}
      WHERE status = 'DEAD' AND ($1::text IS NULL OR type = $1) AND ($2::timestamptz IS NULL OR finished_at < $2)
      ORDER BY finished_at DESC, id DESC LIMIT $3`,
     [f.type ?? null, f.before ?? null, limit],
@@ -42,7 +42,8 @@ export async function listDead(db: Queryable, t: Tables, f: DeadLetterFilter = {
 export type RetriedJobs = Job[] & { readonly duplicates: readonly DuplicateCanceled[] };
 
 /**
- * Sends DEAD jobs back to PENDING, due now, with attempts reset (their errors are kept). A job whose
+ * Sends DEAD jobs back to PENDING (into the live table, under their ids), due now, with attempts reset
+ * (their errors are kept). A job whose
  * unique key a live job holds is CANCELED instead and reported in `duplicates`; the others go back all
  * the same. Ids that were not DEAD are in neither list.
  */
@@ -51,9 +52,16 @@ export async function retryDead(db: Queryable, t: Tables, ids: readonly string[]
   const duplicates: DuplicateCanceled[] = [];
   if (ids.length > 0) {
     const ctes = returnCtes(t, {
-      pick: `FROM ${t.jobs} j WHERE j.id = ANY($1::bigint[]) AND j.status = 'DEAD'`,
-      set: `attempts = 0, scheduled_time = now(), finished_at = NULL, picked_by = NULL, picked_at = NULL,
-            updated_at = now()`,
+      source: "finished",
+      pick: `FROM ${t.finished} j WHERE j.id = ANY($1::bigint[]) AND j.status = 'DEAD'`,
+      set: {
+        attempts: "0",
+        scheduled_time: "now()",
+        finished_at: "NULL",
+        picked_by: "NULL",
+        picked_at: "NULL",
+        updated_at: "now()",
+      },
       returning: jobColumns("j"),
     });
     const rows = await runReturn<JobRow & ReturnedRow>(db, {
@@ -75,7 +83,7 @@ export async function retryDead(db: Queryable, t: Tables, ids: readonly string[]
 /** Deletes DEAD jobs matching the filter; returns how many. */
 export async function purgeDead(db: Queryable, t: Tables, f: DeadLetterFilter = {}): Promise<number> {
   const res = await db.query(
-    `DELETE FROM ${t.jobs}
+    `DELETE FROM ${t.finished}
      WHERE status = 'DEAD' AND ($1::text IS NULL OR type = $1) AND ($2::timestamptz IS NULL OR finished_at < $2)`,
     [f.type ?? null, f.before ?? null],
   );

@@ -2,9 +2,15 @@
  * Ending attempts, in batches: one statement completes, retries, kills or reschedules any number of
  * jobs. Every statement only touches rows still RUNNING and picked by the calling node, so a row that
  * was canceled, or recovered and re-claimed by another node, is never overwritten; the ids that were
- * actually updated are returned so the caller knows which outcomes landed.
+ * actually written are returned so the caller knows which outcomes landed.
+ *
+ * A job that ends (complete, kill) leaves the live table in the same statement: the guarded `DELETE ...
+ * RETURNING` feeds an `INSERT` into the finished table (./finished-sql.ts), so the live table and its
+ * indexes only ever hold live rows. With `succeeded: "delete"` a completion is the DELETE alone (no
+ * result kept), except for flow rows, which move as usual: their flow's trigger counts them as they land.
  */
 import { errorRecordJson, type ErrorInfo } from "../logic/outcome-json.js";
+import { insertFinishedSql } from "./finished-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 export type { ErrorInfo };
@@ -45,23 +51,56 @@ async function ids(res: Promise<{ rows: { id: string }[] }>): Promise<Set<string
   return new Set((await res).rows.map((r) => r.id));
 }
 
-/** Marks jobs SUCCEEDED with their results. Returns the ids that were still held by `nodeId`. */
+/** What becomes of a SUCCEEDED row: `keep` moves it to the finished table, `delete` drops it. */
+export type SucceededRetention = "keep" | "delete";
+
+/** The guarded delete of the rows a batch ends: RUNNING under the node (`$3` here), by id. */
+const endRunning = (t: Tables, values: string, node: string, returning: string): string =>
+  `DELETE FROM ${t.jobs} j
+       USING ${values}
+       WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = ${node}
+       RETURNING ${returning}`;
+
+const completeValues = "unnest($1::bigint[], $2::jsonb[]) AS v(id, result)";
+const succeeded = {
+  status: "'SUCCEEDED'",
+  result: "g.new_result",
+  finished_at: "now()",
+  updated_at: "now()",
+};
+
+/**
+ * Marks jobs SUCCEEDED with their results: moved to the finished table, or (`retention` `delete`) deleted
+ * outright unless they belong to a flow. Returns the ids that were still held by `nodeId`.
+ */
 export function completeJobs(
   db: Queryable,
   t: Tables,
   nodeId: string,
   items: readonly Completion[],
+  retention: SucceededRetention = "keep",
 ): Promise<Set<string>> {
   if (items.length === 0) return Promise.resolve(new Set());
-  const stmt = named(
-    t,
-    "complete",
-    `UPDATE ${t.jobs} j
-     SET status = 'SUCCEEDED', result = v.result, finished_at = now(), updated_at = now()
-     FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, result)
-     WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = $3
-     RETURNING j.id`,
-  );
+  const stmt =
+    retention === "keep"
+      ? named(
+          t,
+          "complete",
+          `WITH gone AS (${endRunning(t, completeValues, "$3", "j.*, v.result AS new_result")})
+           ${insertFinishedSql(t, "g", succeeded, "FROM gone g", "j.id")}`,
+        )
+      : named(
+          t,
+          "complete_delete",
+          // Only flow rows carry the whole row out of the DELETE (as one composite, NULL for the others).
+          `WITH gone AS (
+             ${endRunning(t, completeValues, "$3", "j.id, CASE WHEN j.flow_id IS NOT NULL THEN j END AS r, v.result AS new_result")}
+           ),
+           kept AS (
+             ${insertFinishedSql(t, "(g.r)", succeeded, "FROM gone g WHERE (g.r).id IS NOT NULL")}
+           )
+           SELECT id FROM gone`,
+        );
   return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => i.resultJson), nodeId])));
 }
 
@@ -95,7 +134,7 @@ export function retryJobs(
   );
 }
 
-/** Moves failed jobs to the dead letter queue (status DEAD), recording the error. */
+/** Moves failed jobs to the dead letter queue (status DEAD, in the finished table), recording the error. */
 export function killJobs(
   db: Queryable,
   t: Tables,
@@ -106,11 +145,19 @@ export function killJobs(
   const stmt = named(
     t,
     "kill",
-    `UPDATE ${t.jobs} j
-     SET status = 'DEAD', errors = ${appendError("j.errors", "v.err")}, finished_at = now(), updated_at = now()
-     FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, err)
-     WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = $3
-     RETURNING j.id`,
+    `WITH gone AS (${endRunning(t, "unnest($1::bigint[], $2::jsonb[]) AS v(id, err)", "$3", "j.*, v.err AS new_err")})
+     ${insertFinishedSql(
+       t,
+       "g",
+       {
+         status: "'DEAD'",
+         errors: appendError("g.errors", "g.new_err"),
+         finished_at: "now()",
+         updated_at: "now()",
+       },
+       "FROM gone g",
+       "j.id",
+     )}`,
   );
   return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => errorRecordJson(i.error)), nodeId])));
 }

@@ -2,10 +2,12 @@
  * The flow statements (scheduler_flow and the flow columns of scheduler_job_queue): creating a chain,
  * batch or workflow in bulk, reading flows and their members, canceling a flow, and a member's view of
  * its flow. What happens when a member finishes is not here: the `pawl_flow_member_changed` trigger of
- * migration 0004 does it inside the statement that finished the member (docs/composition.md).
+ * migrations 0004 and 0005 does it inside the statement that finished the member, as the member lands in
+ * the finished table (docs/composition.md). Reads of members go through the view of both tables.
  */
 import type { NewJob } from "../enqueue-input.js";
 import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
+import { insertFinishedSql } from "./finished-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 /** The flow table of a schema. */
@@ -225,7 +227,7 @@ export async function listFlowRows(db: Queryable, t: Tables, f: FlowListFilter =
 /** A flow's members (not its completion job), in id order, at most `limit`. */
 export async function flowMembers(db: Queryable, t: Tables, flowId: string, limit: number): Promise<Job[]> {
   const res = await db.query<JobRow>(
-    `SELECT ${jobColumns()} FROM ${t.jobs} WHERE flow_id = $1 AND flow_step IS NOT NULL ORDER BY id LIMIT $2`,
+    `SELECT ${jobColumns()} FROM ${t.all} WHERE flow_id = $1 AND flow_step IS NOT NULL ORDER BY id LIMIT $2`,
     [flowId, limit],
   );
   return res.rows.map((r) => jobFromRow(r));
@@ -238,7 +240,7 @@ export async function flowStatusCounts(
   flowId: string,
 ): Promise<Record<string, number>> {
   const res = await db.query<{ status: string; n: string }>(
-    `SELECT status, count(*) AS n FROM ${t.jobs} WHERE flow_id = $1 AND flow_step IS NOT NULL GROUP BY status`,
+    `SELECT status, count(*) AS n FROM ${t.all} WHERE flow_id = $1 AND flow_step IS NOT NULL GROUP BY status`,
     [flowId],
   );
   return Object.fromEntries(res.rows.map((r) => [r.status, Number(r.n)]));
@@ -246,7 +248,8 @@ export async function flowStatusCounts(
 
 /**
  * Cancels every member of a flow that has not started (PENDING, WAITING, PAUSED) and its completion job
- * if it was not released. Running members finish their attempt. Returns how many jobs were canceled.
+ * if it was not released: they move to the finished table, CANCELED (the flow trigger counts the members
+ * as they land). Running members finish their attempt. Returns how many jobs were canceled.
  */
 export async function cancelFlowMembers(
   db: Queryable,
@@ -255,8 +258,16 @@ export async function cancelFlowMembers(
   reason: string,
 ): Promise<number> {
   const res = await db.query(
-    `UPDATE ${t.jobs} SET status = 'CANCELED', cancel_reason = $2, finished_at = now(), updated_at = now()
-     WHERE flow_id = $1 AND status IN ('PENDING', 'WAITING', 'PAUSED')`,
+    `WITH gone AS (
+       DELETE FROM ${t.jobs} j WHERE j.flow_id = $1 AND j.status IN ('PENDING', 'WAITING', 'PAUSED')
+       RETURNING j.*
+     )
+     ${insertFinishedSql(
+       t,
+       "g",
+       { status: "'CANCELED'", cancel_reason: "$2", finished_at: "now()", updated_at: "now()" },
+       "FROM gone g",
+     )}`,
     [flowId, reason],
   );
   return res.rowCount ?? 0;

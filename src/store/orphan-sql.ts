@@ -1,7 +1,7 @@
 /**
  * Orphan recovery on scheduler_job_queue: RUNNING rows whose node stopped beating go back to PENDING,
- * the attempt counted as failed with a `NodeLostError` (or DEAD when it was the last attempt), so a job
- * that keeps killing nodes ends in the dead letter queue instead of looping. A recovered job keeps its
+ * the attempt counted as failed with a `NodeLostError` (or DEAD, moved to the finished table, when it was
+ * the last attempt), so a job that keeps killing nodes ends in the dead letter queue instead of looping. A recovered job keeps its
  * scheduled time: it was due when it was claimed, so it is due at once and keeps its place in line (ahead
  * of a backlog enqueued after it) instead of waiting behind everything enqueued since.
  *
@@ -12,6 +12,7 @@
  * until the recovery committed. The job rows are taken with SKIP LOCKED: a row whose outcome is being
  * written right now is left to the next sweep, by which time it is usually no longer RUNNING.
  */
+import { insertFinishedSql } from "./finished-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 /** A job recovered from a dead node. */
@@ -45,23 +46,53 @@ export const nodeLostErrorName = "NodeLostError";
 
 const keepErrors = 20;
 
-/** The UPDATE that recovers the rows selected by the CTE `orphans(id, picked_by)`; `$now` is the override. */
+/**
+ * The statement that recovers the rows selected by the CTE `orphans(id, picked_by)`; `$now` is the
+ * override. Rows with attempts left go back to PENDING in place; a row on its last attempt ends DEAD, so
+ * it moves to the finished table in the same statement.
+ */
 function recoverSql(t: Tables, orphans: string, now: string): string {
   const last = "j.attempts >= j.max_attempts";
-  const err =
-    `jsonb_build_object('attempt', j.attempts, 'name', '${nodeLostErrorName}', ` +
-    `'message', 'node ' || o.picked_by || ' lost', 'at', ${now})`;
+  const err = (j: string, node: string) =>
+    `jsonb_build_object('attempt', ${j}.attempts, 'name', '${nodeLostErrorName}', ` +
+    `'message', 'node ' || ${node} || ' lost', 'at', ${now})`;
+  const errors = (j: string, node: string) =>
+    `(CASE WHEN jsonb_array_length(${j}.errors) >= ${keepErrors} THEN ${j}.errors - 0 ELSE ${j}.errors END) ` +
+    `|| jsonb_build_array(${err(j, node)})`;
+  const columns = "j.id, j.type, j.queue, j.priority, j.attempts, j.max_attempts";
   return `
-    ${orphans}
-    UPDATE ${t.jobs} j
-    SET status = CASE WHEN ${last} THEN 'DEAD' ELSE 'PENDING' END,
-        finished_at = CASE WHEN ${last} THEN ${now} ELSE NULL END,
-        errors = (CASE WHEN jsonb_array_length(j.errors) >= ${keepErrors} THEN j.errors - 0 ELSE j.errors END)
-                 || jsonb_build_array(${err}),
-        picked_by = NULL, picked_at = NULL, updated_at = now()
-    FROM orphans o
-    WHERE j.id = o.id
-    RETURNING j.id, j.type, j.queue, j.priority, j.attempts, j.max_attempts, j.status, o.picked_by AS node_id`;
+    ${orphans},
+    back AS (
+      UPDATE ${t.jobs} j
+      SET status = 'PENDING', finished_at = NULL, errors = ${errors("j", "o.picked_by")},
+          picked_by = NULL, picked_at = NULL, updated_at = now()
+      FROM orphans o
+      WHERE j.id = o.id AND NOT (${last})
+      RETURNING ${columns}, j.status, o.picked_by AS node_id
+    ),
+    gone AS (
+      DELETE FROM ${t.jobs} j USING orphans o
+      WHERE j.id = o.id AND ${last}
+      RETURNING j.*, o.picked_by AS node_id
+    ),
+    dead AS (
+      ${insertFinishedSql(
+        t,
+        "g",
+        {
+          status: "'DEAD'",
+          finished_at: now,
+          errors: errors("g", "g.node_id"),
+          picked_by: "NULL",
+          picked_at: "NULL",
+          updated_at: "now()",
+        },
+        "FROM gone g",
+      )}
+    )
+    SELECT * FROM back
+    UNION ALL
+    SELECT ${columns}, 'DEAD', j.node_id FROM gone j`;
 }
 
 const toRecovered = (r: RecoveredRow): RecoveredJob => ({

@@ -39,12 +39,14 @@ export const pauseLockTimeoutMs = 5000;
 
 const triggerNames = ["pawl_hold_paused_insert", "pawl_hold_paused_update"] as const;
 
-/** Statements that lock the job table for a pause change (run first in the transaction). */
-function lockSql(t: Tables): string[] {
-  return [
-    `SET LOCAL lock_timeout = '${pauseLockTimeoutMs}ms'`,
-    `LOCK TABLE ${t.jobs} IN SHARE ROW EXCLUSIVE MODE`,
-  ];
+/**
+ * Statements that lock the job table for a pause change (run first in the transaction). A pause creates
+ * the triggers (SHARE ROW EXCLUSIVE is what CREATE TRIGGER takes). A resume may drop them, which takes
+ * ACCESS EXCLUSIVE: it takes that at once, because upgrading later deadlocks with any claim or outcome
+ * that got its ACCESS SHARE lock meanwhile and waits for its ROW EXCLUSIVE one.
+ */
+function lockSql(t: Tables, mode: "SHARE ROW EXCLUSIVE" | "ACCESS EXCLUSIVE"): string[] {
+  return [`SET LOCAL lock_timeout = '${pauseLockTimeoutMs}ms'`, `LOCK TABLE ${t.jobs} IN ${mode} MODE`];
 }
 
 async function ensureTriggers(db: Queryable, t: Tables): Promise<void> {
@@ -80,8 +82,11 @@ async function dropTriggersIfUnused(db: Queryable, t: Tables): Promise<void> {
 function resumeCtes(t: Tables, where: string): string {
   return returnCtes(t, {
     pick: `FROM ${t.jobs} j WHERE ${where}`,
-    set: `scheduled_time = CASE WHEN d.pause IS NULL THEN greatest(j.scheduled_time, now()) ELSE j.scheduled_time END,
-          updated_at = now()`,
+    set: {
+      scheduled_time:
+        "CASE WHEN d.pause IS NULL THEN greatest(j.scheduled_time, now()) ELSE j.scheduled_time END",
+      updated_at: "now()",
+    },
     returning: jobColumns("j"),
   });
 }
@@ -109,7 +114,7 @@ export async function pauseRule(
   name: string,
   by: string,
 ): Promise<PauseChange> {
-  for (const sql of lockSql(t)) await db.query(sql);
+  for (const sql of lockSql(t, "SHARE ROW EXCLUSIVE")) await db.query(sql);
   const ins = await db.query(
     `INSERT INTO ${pauseTable(t)} (kind, name, paused_by) VALUES ($1, $2, $3) ON CONFLICT (kind, name) DO NOTHING`,
     [kind, name, by],
@@ -131,7 +136,7 @@ export async function resumeRule(
   kind: PauseKind,
   name: string,
 ): Promise<PauseChange> {
-  for (const sql of lockSql(t)) await db.query(sql);
+  for (const sql of lockSql(t, "ACCESS EXCLUSIVE")) await db.query(sql);
   const del = await db.query(`DELETE FROM ${pauseTable(t)} WHERE kind = $1 AND name = $2`, [kind, name]);
   const column = kind === "queue" ? "queue" : "type";
   // Rows another pause still holds stay PAUSED (and are re-attributed to it). The job table is locked, so
@@ -221,7 +226,7 @@ async function onOne(db: Queryable, t: Tables, id: string, ctes: string): Promis
      UNION ALL
      SELECT ${jobColumns("j")}, NULL::text,
             CASE WHEN j.status = 'PAUSED' THEN 'PAUSED by its ' || j.paused_by ELSE j.status END
-     FROM ${t.jobs} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
+     FROM ${t.all} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
     values: [id],
   });
   const row = rows[0];

@@ -24,6 +24,7 @@ import {
   type Death,
   type Reschedule,
   type Retry,
+  type SucceededRetention,
 } from "./finish-jobs.js";
 import {
   allocateJobIds,
@@ -71,6 +72,16 @@ import {
 } from "./signal-sql.js";
 import { tablesFor, type Queryable, type Tables } from "./sql.js";
 
+/** How a gateway treats what it writes. */
+export interface PostgresJobStoreOptions {
+  /**
+   * `keep` (the default): a SUCCEEDED job moves to the finished table with its result, readable until it
+   * is pruned. `delete`: its row is deleted when it succeeds (no result is kept, `get` returns null), except
+   * a flow's rows, which are kept so the flow can count them. createPawl's `keepSucceeded: false`.
+   */
+  succeeded?: SucceededRetention;
+}
+
 /**
  * The store gateway on PostgreSQL, for one schema.
  *
@@ -96,6 +107,8 @@ export class PostgresJobStore implements JobStore {
     schema: string | Tables,
     /** @internal The client a bound gateway runs on; use {@link withClient} or {@link transaction}. */
     private readonly client?: Queryable,
+    /** What the gateway keeps; a bound copy keeps its parent's. */
+    readonly options: PostgresJobStoreOptions = {},
   ) {
     this.tables = typeof schema === "string" ? tablesFor(schema) : schema;
     this.db = client ?? pool;
@@ -113,7 +126,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   withClient(client: Queryable): PostgresJobStore {
-    return new PostgresJobStore(this.pool, this.tables, client);
+    return new PostgresJobStore(this.pool, this.tables, client, this.options);
   }
 
   async transactionId(): Promise<string | null> {
@@ -158,7 +171,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   complete(nodeId: string, items: readonly Completion[]): Promise<Set<string>> {
-    return completeJobs(this.db, this.tables, nodeId, items);
+    return completeJobs(this.db, this.tables, nodeId, items, this.options.succeeded ?? "keep");
   }
 
   retry(nodeId: string, items: readonly Retry[]): Promise<Set<string>> {

@@ -1,5 +1,6 @@
 /**
- * Pruning scheduler_job_queue: finished rows leave the hot table after their retention, in small batches.
+ * Pruning scheduler_job_finished (migration 0005): finished rows are deleted after their retention, in
+ * small batches.
  * Each batch is one short statement (`DELETE ... WHERE id = ANY(ARRAY(SELECT ... LIMIT n FOR UPDATE SKIP
  * LOCKED))`) that walks a partial index by `finished_at`, so it never scans the live rows, never waits
  * on a row another statement holds, and holds its own locks for milliseconds. The status is a literal in
@@ -16,9 +17,9 @@ export function pruneSql(t: Tables, status: PrunableStatus): string {
   // ascending scans that index backwards.
   const order = status === "DEAD" ? "finished_at, id" : "finished_at";
   return `
-    DELETE FROM ${t.jobs}
+    DELETE FROM ${t.finished}
     WHERE id = ANY(ARRAY(
-      SELECT id FROM ${t.jobs}
+      SELECT id FROM ${t.finished}
       WHERE status = '${status}'
         AND finished_at < coalesce($3::timestamptz, now()) - $1::bigint * interval '1 millisecond'
       ORDER BY ${order}

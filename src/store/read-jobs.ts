@@ -1,4 +1,8 @@
-/** Reading jobs: one by id, a filtered page, and counts by status and type (bounded for metrics). */
+/**
+ * Reading jobs: one by id, a filtered page, and counts by status and type (bounded for metrics). Reads by
+ * id or by filter go through the view of both tables (live and finished, migration 0005), so a job is
+ * found wherever it is; a SUCCEEDED job of a store that deletes them (`succeeded: "delete"`) is not.
+ */
 import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from "./job-row.js";
 import { validateListJobsFilter } from "../filter-input.js";
 import type { Queryable, Tables } from "./sql.js";
@@ -14,9 +18,9 @@ export interface ListJobsFilter {
   beforeId?: string;
 }
 
-/** Reads one job, or null. */
+/** Reads one job, live or finished, or null. */
 export async function getJob(db: Queryable, t: Tables, id: string): Promise<Job | null> {
-  const res = await db.query<JobRow>(`SELECT ${jobColumns()} FROM ${t.jobs} WHERE id = $1`, [id]);
+  const res = await db.query<JobRow>(`SELECT ${jobColumns()} FROM ${t.all} WHERE id = $1`, [id]);
   const row = res.rows[0];
   return row ? jobFromRow(row) : null;
 }
@@ -41,7 +45,7 @@ export async function listJobs(db: Queryable, t: Tables, filter?: ListJobsFilter
   if (v.queue !== undefined) add("queue = ?", v.queue);
   if (v.beforeId !== undefined) add("id < ?::bigint", v.beforeId);
   const res = await db.query<JobRow>(
-    `SELECT ${jobColumns()} FROM ${t.jobs} ${where.length ? "WHERE " + where.join(" AND ") : ""}
+    `SELECT ${jobColumns()} FROM ${t.all} ${where.length ? "WHERE " + where.join(" AND ") : ""}
      ORDER BY id DESC LIMIT ${v.limit}`,
     values,
   );
@@ -62,8 +66,10 @@ export interface JobCount {
  */
 export async function countJobs(db: Queryable, t: Tables, maxTypes = 200): Promise<JobCount[]> {
   const res = await db.query<{ status: JobStatus; type: string; count: string }>(
-    `SELECT status, type, count(*) AS count FROM ${t.jobs}
-     WHERE status IN ('PENDING', 'RUNNING', 'DEAD')
+    `SELECT status, type, count(*) AS count
+     FROM (SELECT status, type FROM ${t.jobs} WHERE status IN ('PENDING', 'RUNNING')
+           UNION ALL
+           SELECT status, type FROM ${t.finished} WHERE status = 'DEAD') c
      GROUP BY status, type ORDER BY count(*) DESC LIMIT $1`,
     [maxTypes],
   );

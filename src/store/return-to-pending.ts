@@ -20,9 +20,17 @@
  *
  * Paths that move a RUNNING job back to PENDING (retry, snooze, hand-back, orphan recovery) need none of
  * this: a RUNNING row already holds its key in the index, so no other live row can have it.
+ *
+ * Where the rows are (migration 0005): a paused or parked job is live, so it is updated in place and a
+ * duplicate moves to the finished table, CANCELED. A DEAD job (`dlq.retry`) is in the finished table: it
+ * moves back to the live table under its id, and a duplicate stays where it is, CANCELED. A flow member
+ * that leaves the finished table is taken off its flow's counters by the same statement (no trigger could
+ * tell that from pruning, which must leave them alone).
  */
 import type { QueryConfig, QueryResultRow } from "pg";
 import { PawlError } from "../errors.js";
+import { flowTable } from "./flow-sql.js";
+import { assignments, insertFinishedSql, insertMovedSql, type ColumnValues } from "./finished-sql.js";
 import type { Queryable, Tables } from "./sql.js";
 
 /** The unique index a returning row can collide with (migration 0001). */
@@ -50,17 +58,23 @@ export interface DuplicateCanceled {
 /** How a path picks and moves its rows; the rule supplies status, paused_by and the duplicates' update. */
 export interface ReturnSpec {
   /**
-   * The rows to return, as `FROM <jobs> j WHERE ...` with the status the path expects (and ORDER BY / LIMIT
-   * for a sweep). They are locked (`FOR UPDATE OF j`) before the rule reads them.
+   * Where the rows are: `live` (paused or parked jobs, updated in place) or `finished` (DEAD jobs, moved
+   * back to the live table). Default `live`.
+   */
+  source?: "live" | "finished";
+  /**
+   * The rows to return, as `FROM <table> j WHERE ...` (the table of `source`) with the status the path
+   * expects (and ORDER BY / LIMIT for a sweep). They are locked (`FOR UPDATE OF j`) before the rule reads
+   * them.
    */
   pick: string;
   /** Skip rows locked by someone else instead of waiting (a sweep that others run concurrently). */
   skipLocked?: boolean;
   /**
-   * The path's own SET assignments for rows that return, over `j` (the row) and `d.pause` (the pause that
-   * holds it, or NULL when it becomes PENDING). `status` and `paused_by` are set by the rule.
+   * The path's own new values for rows that return, over `j` (the row) and `d.pause` (the pause that holds
+   * it, or NULL when it becomes PENDING). `status` and `paused_by` are set by the rule.
    */
-  set: string;
+  set: ColumnValues;
   /** What RETURNING yields for every row, moved or canceled (over `j`). The rule adds `live_job_id`. */
   returning: string;
 }
@@ -72,6 +86,71 @@ export interface ReturnSpec {
  * FROM duplicates`.
  */
 export function returnCtes(t: Tables, spec: ReturnSpec): string {
+  const back: ColumnValues = {
+    ...spec.set,
+    status: "CASE WHEN d.pause IS NULL THEN 'PENDING' ELSE 'PAUSED' END",
+    paused_by: "d.pause",
+  };
+  const canceled: ColumnValues = {
+    status: "'CANCELED'",
+    cancel_reason: `'${duplicatePrefix}' || d.live_id`,
+    finished_at: "now()",
+    updated_at: "now()",
+  };
+  const returning = (live: string): string => `${spec.returning}, ${live}::text AS live_job_id`;
+  const pickReturning = "ARRAY(SELECT id FROM decided WHERE live_id IS NULL)";
+  const pickDuplicates = "ARRAY(SELECT id FROM decided WHERE live_id IS NOT NULL)";
+  const moves =
+    spec.source === "finished"
+      ? // Back to the live table under the same id; the flow counters lose what leaves.
+        `gone AS (
+       DELETE FROM ${t.finished} j USING decided d
+       WHERE j.id = ANY(${pickReturning}) AND j.id = d.id
+       RETURNING j.*, d.pause
+     ),
+     returned AS (
+       ${insertMovedSql(t.jobs, "j", back, "FROM gone j JOIN decided d ON d.id = j.id", returning("NULL"))}
+     ),
+     uncounted AS (
+       UPDATE ${flowTable(t)} f
+       SET succeeded = f.succeeded - u.succeeded, dead = f.dead - u.dead, canceled = f.canceled - u.canceled,
+           updated_at = now()
+       FROM (SELECT flow_id, count(*) FILTER (WHERE status = 'SUCCEEDED') AS succeeded,
+                    count(*) FILTER (WHERE status = 'DEAD') AS dead,
+                    count(*) FILTER (WHERE status = 'CANCELED') AS canceled
+             FROM gone WHERE flow_step IS NOT NULL GROUP BY flow_id) u
+       WHERE f.id = u.flow_id
+     ),
+     duplicates AS (
+       UPDATE ${t.finished} j
+       SET ${assignments(canceled)}
+       FROM decided d
+       WHERE j.id = ANY(${pickDuplicates}) AND j.id = d.id
+       RETURNING ${returning("d.live_id")}
+     )`
+      : // Updated in place; a duplicate ends, so it moves to the finished table (its reason names the live
+        // job, which is how the insert's RETURNING, blind to the source, reports it).
+        `returned AS (
+       UPDATE ${t.jobs} j
+       SET ${assignments(back)}
+       FROM decided d
+       WHERE j.id = ANY(${pickReturning}) AND j.id = d.id
+       RETURNING ${returning("NULL")}
+     ),
+     dup_gone AS (
+       DELETE FROM ${t.jobs} j USING decided d
+       WHERE j.id = ANY(${pickDuplicates}) AND j.id = d.id
+       RETURNING j.*, d.live_id
+     ),
+     duplicates AS (
+       ${insertFinishedSql(
+         t,
+         "j",
+         canceled,
+         "FROM dup_gone j JOIN decided d ON d.id = j.id",
+         returning(`substr(j.cancel_reason, ${duplicatePrefix.length + 1})`),
+       )}
+     )`;
   return `WITH cand AS MATERIALIZED (
        SELECT j.id, j.unique_key, ${t.s}.pawl_pause_rule(j.queue, j.type) AS pause
        ${spec.pick}
@@ -87,22 +166,7 @@ export function returnCtes(t: Tables, spec: ReturnSpec): string {
               END AS live_id
        FROM cand c
      ),
-     returned AS (
-       UPDATE ${t.jobs} j
-       SET status = CASE WHEN d.pause IS NULL THEN 'PENDING' ELSE 'PAUSED' END, paused_by = d.pause,
-           ${spec.set}
-       FROM decided d
-       WHERE j.id = ANY(ARRAY(SELECT id FROM decided WHERE live_id IS NULL)) AND j.id = d.id
-       RETURNING ${spec.returning}, NULL::text AS live_job_id
-     ),
-     duplicates AS (
-       UPDATE ${t.jobs} j
-       SET status = 'CANCELED', cancel_reason = '${duplicatePrefix}' || d.live_id,
-           finished_at = now(), updated_at = now()
-       FROM decided d
-       WHERE j.id = ANY(ARRAY(SELECT id FROM decided WHERE live_id IS NOT NULL)) AND j.id = d.id
-       RETURNING ${spec.returning}, d.live_id::text AS live_job_id
-     )`;
+     ${moves}`;
 }
 
 /** The columns every return statement's rows carry for the rule's report. */

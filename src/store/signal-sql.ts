@@ -19,6 +19,7 @@ import {
   type DuplicateCanceled,
   type ReturnedRow,
 } from "./return-to-pending.js";
+import type { ColumnValues } from "./finished-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 /** A job to park: its id and how long it may wait (null: until a signal comes). */
@@ -81,11 +82,17 @@ const wokenColumns = "j.id, j.type, j.queue, j.priority, j.status, j.unique_key"
  * PAUSED when a pause holds it), due now, with `signalSet` applied; CANCELED when a live job holds its
  * unique key.
  */
-function releaseCtes(t: Tables, pick: string, signalSet: string, skipLocked = false): string {
+function releaseCtes(t: Tables, pick: string, signalSet: ColumnValues, skipLocked = false): string {
   return returnCtes(t, {
     pick,
     skipLocked,
-    set: `scheduled_time = now(), signal_deadline = NULL, signaled_at = now(), updated_at = now(), ${signalSet}`,
+    set: {
+      scheduled_time: "now()",
+      signal_deadline: "NULL",
+      signaled_at: "now()",
+      updated_at: "now()",
+      ...signalSet,
+    },
     returning: wokenColumns,
   });
 }
@@ -110,7 +117,7 @@ export async function deliverSignal(
   const ctes = releaseCtes(
     t,
     `FROM ${t.jobs} j WHERE j.id = $1 AND j.status = 'WAITING' AND j.signal_state = 'waiting'`,
-    `signal_state = 'delivered', signal_payload = $2::jsonb`,
+    { signal_state: "'delivered'", signal_payload: "$2::jsonb" },
   );
   const stmt = named(
     t,
@@ -120,7 +127,7 @@ export async function deliverSignal(
      UNION ALL
      SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL,
             CASE WHEN j.status = 'WAITING' THEN 'WAITING (for its flow dependencies)' ELSE j.status END
-     FROM ${t.jobs} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
+     FROM ${t.all} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
   );
   const rows = await runReturn<WokenRow & { current: string | null; id: string | null }>(
     db,
@@ -144,7 +151,7 @@ export async function timeOutWaits(db: Queryable, t: Tables, limit: number): Pro
     `FROM ${t.jobs} j
      WHERE j.status = 'WAITING' AND j.signal_state = 'waiting' AND j.signal_deadline <= now()
      ORDER BY j.signal_deadline LIMIT $1`,
-    `signal_state = 'timeout', signal_payload = NULL`,
+    { signal_state: "'timeout'", signal_payload: "NULL" },
     true,
   );
   const stmt = named(

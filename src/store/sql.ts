@@ -19,7 +19,12 @@ export interface Tables {
   schema: string;
   /** The quoted schema. */
   s: string;
+  /** The live jobs (PENDING, RUNNING, WAITING, PAUSED): what claims, outcomes and enqueues touch. */
   jobs: string;
+  /** Jobs that ended (SUCCEEDED, CANCELED, DEAD), moved out of `jobs` under the same id (migration 0005). */
+  finished: string;
+  /** Every job, live or finished (a UNION ALL view of the two): what reads by id or by filter use. */
+  all: string;
   nodes: string;
   locks: string;
   permits: string;
@@ -32,6 +37,8 @@ export function tablesFor(schema: string): Tables {
     schema,
     s,
     jobs: `${s}.scheduler_job_queue`,
+    finished: `${s}.scheduler_job_finished`,
+    all: `${s}.scheduler_job_all`,
     nodes: `${s}.scheduler_node`,
     locks: `${s}.scheduler_lock`,
     permits: `${s}.scheduler_resource_permit`,
