@@ -294,7 +294,7 @@ async function faultRun(prefix: string, spec: (schema: string) => string, server
           const { rows } = await pool.query<{ status: string; picked_by: string; ms: number }>(
             `SELECT status, picked_by,
                     (extract(epoch FROM picked_at - created_at) * 1000)::int AS ms
-             FROM "${schema}".scheduler_job_queue WHERE id = $1`,
+             FROM "${schema}".scheduler_job_all WHERE id = $1`,
             [job.id],
           );
           row = rows[0];

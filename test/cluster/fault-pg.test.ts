@@ -100,7 +100,7 @@ describe.skipIf(!enabled)("PostgreSQL faults at every checkout site (destructive
       };
       const signalWaiting = async () => {
         const { rows } = await pool.query<{ id: string }>(
-          `SELECT id FROM "${schema}".scheduler_job_queue WHERE type = 'sig' AND status = 'WAITING'`,
+          `SELECT id FROM "${schema}".scheduler_job_all WHERE type = 'sig' AND status = 'WAITING'`,
         );
         for (const r of rows) await client.signal(r.id);
       };
@@ -166,7 +166,7 @@ describe.skipIf(!enabled)("PostgreSQL faults at every checkout site (destructive
         const { rows } = await pool.query(
           `SELECT type, status, count(*)::int AS n, max(attempts) AS attempts, min(scheduled_time) AS due,
                   max(errors::text) AS errors
-           FROM "${schema}".scheduler_job_queue WHERE status <> 'SUCCEEDED' GROUP BY 1, 2`,
+           FROM "${schema}".scheduler_job_all WHERE status <> 'SUCCEEDED' GROUP BY 1, 2`,
         );
         throw new Error(`${String(error)}: ${JSON.stringify(counts)} ${JSON.stringify(rows).slice(0, 3000)}`);
       });

@@ -168,7 +168,7 @@ export async function insertWork(pool: pg.Pool, schema: string, n: number, sleep
 /** Counts by status. */
 export async function statusCounts(pool: pg.Pool, schema: string): Promise<Record<string, number>> {
   const { rows } = await pool.query<{ status: string; n: number }>(
-    `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_queue GROUP BY status`,
+    `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_all GROUP BY status`,
   );
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
@@ -205,12 +205,12 @@ export async function runStats(pool: pg.Pool, schema: string) {
     success_twice: number;
     succeeded: number;
   }>(`
-    SELECT (SELECT count(*) FROM ${s}.scheduler_job_queue)::int AS jobs,
+    SELECT (SELECT count(*) FROM ${s}.scheduler_job_all)::int AS jobs,
            (SELECT count(*) FROM ${s}.executions)::int AS executions,
            (SELECT count(*) FROM (SELECT job_id FROM ${s}.executions GROUP BY job_id HAVING count(*) > 1) d)::int AS ran_twice,
            (SELECT count(*) FROM ${s}.successes)::int AS successes,
            (SELECT count(*) FROM (SELECT job_id FROM ${s}.successes GROUP BY job_id HAVING count(*) > 1) d)::int AS success_twice,
-           (SELECT count(*) FROM ${s}.scheduler_job_queue WHERE status = 'SUCCEEDED')::int AS succeeded`);
+           (SELECT count(*) FROM ${s}.scheduler_job_all WHERE status = 'SUCCEEDED')::int AS succeeded`);
   return rows[0]!;
 }
 

@@ -116,8 +116,11 @@ export async function insertFinished(
   agoMs: number,
 ): Promise<void> {
   await pool.query(
-    `INSERT INTO "${schema}".scheduler_job_queue (type, status, attempts, finished_at)
-     SELECT 'old', $1, 1, now() - $2::bigint * interval '1 millisecond' FROM generate_series(1, $3)`,
+    // Finished rows live in the finished table, with ids from the live table's sequence (migration 0005).
+    `INSERT INTO "${schema}".scheduler_job_finished (id, type, status, attempts, finished_at)
+     SELECT nextval(pg_get_serial_sequence('"${schema}".scheduler_job_queue', 'id')), 'old', $1, 1,
+            now() - $2::bigint * interval '1 millisecond'
+     FROM generate_series(1, $3)`,
     [status, agoMs, n],
   );
 }
@@ -145,7 +148,7 @@ export async function jobStates(pool: pg.Pool, schema: string, ids: readonly str
     picked_by: string | null;
     errors: { name: string; message: string; attempt: number }[];
   }>(
-    `SELECT id, status, attempts, picked_by, errors FROM "${schema}".scheduler_job_queue WHERE id = ANY($1::bigint[]) ORDER BY id`,
+    `SELECT id, status, attempts, picked_by, errors FROM "${schema}".scheduler_job_all WHERE id = ANY($1::bigint[]) ORDER BY id`,
     [ids],
   );
   return res.rows;

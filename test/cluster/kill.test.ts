@@ -43,7 +43,7 @@ async function dbNow(): Promise<number> {
 
 async function heldBy(nodeId: string): Promise<string[]> {
   const { rows } = await pool.query<{ id: string }>(
-    `SELECT id FROM "${schema}".scheduler_job_queue WHERE status = 'RUNNING' AND picked_by = $1`,
+    `SELECT id FROM "${schema}".scheduler_job_all WHERE status = 'RUNNING' AND picked_by = $1`,
     [nodeId],
   );
   return rows.map((r) => r.id);
@@ -54,8 +54,8 @@ async function rescueTimes(ids: readonly string[], nodeId: string) {
   const { rows } = await pool.query<{ recovered: Date | null; rerun: Date | null; pending: number }>(
     `SELECT max((e->>'at')::timestamptz) AS recovered,
             (SELECT max(s.at) FROM "${schema}".successes s WHERE s.job_id = ANY($1::bigint[])) AS rerun,
-            (SELECT count(*) FROM "${schema}".scheduler_job_queue WHERE id = ANY($1::bigint[]) AND status <> 'SUCCEEDED')::int AS pending
-     FROM "${schema}".scheduler_job_queue j, jsonb_array_elements(j.errors) e
+            (SELECT count(*) FROM "${schema}".scheduler_job_all WHERE id = ANY($1::bigint[]) AND status <> 'SUCCEEDED')::int AS pending
+     FROM "${schema}".scheduler_job_all j, jsonb_array_elements(j.errors) e
      WHERE j.id = ANY($1::bigint[]) AND e->>'message' = $2`,
     [ids, `node ${nodeId} lost`],
   );

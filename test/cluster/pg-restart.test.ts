@@ -96,11 +96,11 @@ describe.skipIf(!enabled)("PostgreSQL restart under running nodes (destructive)"
     const stats = await runStats(pool, schema);
     const { rows: lost } = await pool.query<{ message: string; at: string; n: number }>(
       `SELECT e->>'message' AS message, min(e->>'at') AS at, count(*)::int AS n
-       FROM "${schema}".scheduler_job_queue j, jsonb_array_elements(j.errors) e
+       FROM "${schema}".scheduler_job_all j, jsonb_array_elements(j.errors) e
        WHERE e->>'name' = 'NodeLostError' GROUP BY 1`,
     );
     const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE errors::text LIKE '%NodeLostError%'`,
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE errors::text LIKE '%NodeLostError%'`,
     );
     console.log(
       [

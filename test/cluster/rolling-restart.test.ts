@@ -61,7 +61,7 @@ describe("graceful rolling restart", () => {
         await until(
           async () => {
             const { rows } = await pool.query(
-              `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE status = 'RUNNING' AND picked_by = $1`,
+              `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE status = 'RUNNING' AND picked_by = $1`,
               [old.nodeId],
             );
             return rows[0].n > 0;
@@ -100,7 +100,7 @@ describe("graceful rolling restart", () => {
       expect(stats.executions).toBe(enqueued);
       // A graceful stop hands jobs back: nothing was recovered as lost.
       const { rows } = await pool.query(
-        `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE errors::text LIKE '%NodeLostError%'`,
+        `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE errors::text LIKE '%NodeLostError%'`,
       );
       expect(rows[0].n).toBe(0);
 

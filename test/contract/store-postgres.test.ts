@@ -17,6 +17,8 @@ afterAll(async () => {
 });
 
 describeStoreContract("postgres", async () => {
-  await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_resource_permit`);
+  await pool.query(
+    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_resource_permit`,
+  );
   return { store };
 });

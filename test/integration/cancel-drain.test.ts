@@ -93,7 +93,7 @@ describe("drain", () => {
       if (read?.status === "PENDING") expect(read.attempts).toBe(0);
     }
     const running = await pool.query(
-      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE status = 'RUNNING'`,
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE status = 'RUNNING'`,
     );
     expect(running.rows[0].n).toBe(0);
   });

@@ -85,7 +85,7 @@ describe("claim cursors in the runtime", () => {
   });
 
   it("drains a mixed-priority backlog (with retries and arrivals during the drain) exactly once", async () => {
-    await pool.query(`TRUNCATE "${schema}".scheduler_job_queue`);
+    await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished`);
     const levels = [0, 10, 20, 50, 100];
     const now = Date.now();
     node = testNode(schema, { concurrency: 8 });
@@ -128,11 +128,11 @@ describe("claim cursors in the runtime", () => {
     }
     await done;
     const counts = await pool.query<{ status: string; n: number }>(
-      `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_queue GROUP BY status`,
+      `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_all GROUP BY status`,
     );
     expect(counts.rows).toEqual([{ status: "SUCCEEDED", n: total }]);
     const attempts = await pool.query<{ attempts: number; n: number }>(
-      `SELECT attempts, count(*)::int AS n FROM "${schema}".scheduler_job_queue GROUP BY attempts ORDER BY attempts`,
+      `SELECT attempts, count(*)::int AS n FROM "${schema}".scheduler_job_all GROUP BY attempts ORDER BY attempts`,
     );
     expect(attempts.rows).toEqual([
       { attempts: 1, n: total - total / 10 },

@@ -48,7 +48,7 @@ const job = (priority: number, runAt: number, type = "a") =>
   buildNewJob(type, {}, { priority, runAt: new Date(runAt) }, undefined, 1024);
 
 async function reset(): Promise<void> {
-  await pool.query(`TRUNCATE "${schema}".scheduler_job_queue`);
+  await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished`);
   sent.length = 0;
 }
 

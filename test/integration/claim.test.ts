@@ -21,7 +21,7 @@ const newJob = (type: string, priority = 10, extra: Record<string, unknown> = {}
   buildNewJob(type, { n: 1 }, { priority, ...extra }, undefined, 1024);
 
 async function reset(): Promise<void> {
-  await pool.query(`TRUNCATE "${schema}".scheduler_job_queue`);
+  await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished`);
 }
 
 describe("claim", () => {
@@ -63,7 +63,7 @@ describe("claim", () => {
     expect(byNode.get("A")).toBeGreaterThan(0);
     expect(byNode.get("B")).toBeGreaterThan(0);
     const counted = await pool.query(
-      `SELECT picked_by, count(*)::int AS n FROM "${schema}".scheduler_job_queue
+      `SELECT picked_by, count(*)::int AS n FROM "${schema}".scheduler_job_all
        WHERE status = 'RUNNING' AND attempts = 1 GROUP BY picked_by ORDER BY 1`,
     );
     expect(counted.rows).toEqual([
@@ -96,7 +96,7 @@ describe("claim", () => {
     expect(claimed[0]?.payload).toEqual({ n: 1 });
     expect(claimed.every((c) => c.attempt === 1 && c.boost === 0)).toBe(true);
     const left = await pool.query(
-      `SELECT id FROM "${schema}".scheduler_job_queue WHERE status = 'PENDING' ORDER BY id`,
+      `SELECT id FROM "${schema}".scheduler_job_all WHERE status = 'PENDING' ORDER BY id`,
     );
     expect(left.rows.map((r) => r.id)).toEqual([ids[3], ids[4]]);
   });
@@ -149,7 +149,7 @@ describe("claim", () => {
     });
     expect(disabled.map((j) => j.id)).toEqual([fresh?.id]);
     // The persisted priority is never rewritten.
-    const prio = await pool.query(`SELECT priority FROM "${schema}".scheduler_job_queue WHERE id = $1`, [
+    const prio = await pool.query(`SELECT priority FROM "${schema}".scheduler_job_all WHERE id = $1`, [
       old?.id,
     ]);
     expect(prio.rows[0].priority).toBe(10);

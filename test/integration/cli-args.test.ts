@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 const count = async () =>
-  Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_queue`)).rows[0].n);
+  Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_all`)).rows[0].n);
 
 /** Runs the pawl binary as a child process; resolves with its exit code and output. */
 function pawlProcess(argv: string[], env: NodeJS.ProcessEnv = {}) {

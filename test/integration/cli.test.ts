@@ -44,7 +44,7 @@ async function cli(argv: string[], env: NodeJS.ProcessEnv = {}) {
 const pawlCli = (...argv: string[]) => cli([...argv, "--schema", schema, "--database-url", databaseUrl]);
 
 const count = async () =>
-  Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_queue`)).rows[0].n);
+  Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_all`)).rows[0].n);
 
 /** Enqueues a job and moves it to the dead letter queue, as a handler failing for good would. */
 async function deadJob(type: string): Promise<string> {

@@ -24,7 +24,7 @@ afterAll(() => cleanup());
 afterEach(async () => {
   for (const end of ends.splice(0).reverse()) await end();
   await pool.query(
-    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_node, "${schema}".scheduler_lock, "${schema}".scheduler_resource_permit`,
+    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_node, "${schema}".scheduler_lock, "${schema}".scheduler_resource_permit`,
   );
 });
 
@@ -66,7 +66,7 @@ describe("orphan recovery", () => {
     expect((await recoveredEvent).jobs).toHaveLength(4);
     expect(await deadEvent).toMatchObject({ nodeId: "dead-1", detectedBy: "sweeper" });
     const { rows: due } = await pool.query(
-      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE status = 'PENDING' AND scheduled_time <= now()`,
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE status = 'PENDING' AND scheduled_time <= now()`,
     );
     expect(due[0].n).toBe(3);
 

@@ -22,7 +22,9 @@ beforeAll(async () => {
 afterAll(() => cleanup());
 afterEach(async () => {
   for (const end of ends.splice(0).reverse()) await end();
-  await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_lock`);
+  await pool.query(
+    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_lock`,
+  );
 });
 
 const hour = 3_600_000;
@@ -30,7 +32,7 @@ const day = 24 * hour;
 
 async function counts(): Promise<Record<string, number>> {
   const { rows } = await pool.query<{ status: string; n: number }>(
-    `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_queue GROUP BY status`,
+    `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_all GROUP BY status`,
   );
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
@@ -115,9 +117,9 @@ describe("pruner", () => {
       // On a tiny table the planner rightly prefers a scan; forbid it to see that the index qualifies.
       await db.query("SET LOCAL enable_seqscan = off");
       for (const [status, index] of [
-        ["SUCCEEDED", "scheduler_job_queue_finished_idx"],
-        ["CANCELED", "scheduler_job_queue_finished_idx"],
-        ["DEAD", "scheduler_job_queue_dead_idx"],
+        ["SUCCEEDED", "scheduler_job_finished_pruned_idx"],
+        ["CANCELED", "scheduler_job_finished_pruned_idx"],
+        ["DEAD", "scheduler_job_finished_dead_idx"],
       ] as const) {
         const text = pruneSql(t, status)
           .replaceAll("$1::bigint", "86400000::bigint")

@@ -26,7 +26,7 @@ afterAll(async () => {
 afterEach(async () => {
   for (const end of ends.splice(0).reverse()) await end();
   await pool.query(
-    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_recurring, "${schema}".scheduler_lock`,
+    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_recurring, "${schema}".scheduler_lock`,
   );
 });
 
@@ -40,7 +40,7 @@ async function children(name: string) {
     payload: unknown;
     priority: number;
   }>(
-    `SELECT id, unique_key, scheduled_time, payload, priority FROM "${schema}".scheduler_job_queue
+    `SELECT id, unique_key, scheduled_time, payload, priority FROM "${schema}".scheduler_job_all
      WHERE unique_key LIKE $1 ORDER BY scheduled_time`,
     [`recurring:${name}:%`],
   );
@@ -192,12 +192,10 @@ describe("firing", () => {
       expect(batches.reduce((sum, b) => sum + b.fired.length, 0)).toBe(20);
     }
     const { rows } = await pool.query(
-      `SELECT unique_key, count(*)::int AS n FROM "${schema}".scheduler_job_queue GROUP BY unique_key HAVING count(*) > 1`,
+      `SELECT unique_key, count(*)::int AS n FROM "${schema}".scheduler_job_all GROUP BY unique_key HAVING count(*) > 1`,
     );
     expect(rows).toEqual([]);
-    const { rows: total } = await pool.query(
-      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue`,
-    );
+    const { rows: total } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all`);
     expect(total[0].n).toBe(60);
   });
 

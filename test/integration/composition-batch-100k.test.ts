@@ -81,7 +81,7 @@ describe("a 100,000-child batch", () => {
     expect(byNode.size).toBe(2);
     for (const n of byNode.values()) expect(n).toBeGreaterThan(children / 20);
     const rows = await pool.query<{ status: string; n: number }>(
-      `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE flow_id = $1 GROUP BY status ORDER BY status`,
+      `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE flow_id = $1 GROUP BY status ORDER BY status`,
       [batch.flowId],
     );
     expect(rows.rows).toEqual([

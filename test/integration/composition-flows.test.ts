@@ -28,7 +28,7 @@ const fast = { retry: { baseMs: 1, factor: 1, maxMs: 1, jitter: 0 } };
 
 async function jobCount(flowId: string): Promise<number> {
   const r = await pool.query(
-    `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE flow_id = $1`,
+    `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE flow_id = $1`,
     [flowId],
   );
   return r.rows[0].n as number;
@@ -194,7 +194,7 @@ describe("workflows", () => {
   it("rejects a cycle, an unknown dependency and a duplicate name, writing nothing", async () => {
     nodes = await startNodes(schema, 1, () => {});
     const before = await pool.query(`SELECT (SELECT count(*) FROM "${schema}".scheduler_flow)::int AS f,
-      (SELECT count(*) FROM "${schema}".scheduler_job_queue)::int AS j`);
+      (SELECT count(*) FROM "${schema}".scheduler_job_all)::int AS j`);
     const cycle = nodes[0]!.workflow({
       jobs: [
         { name: "a", type: "x", dependsOn: ["c"] },
@@ -228,7 +228,7 @@ describe("workflows", () => {
       message: 'workflow job "a" depends on itself',
     });
     const after = await pool.query(`SELECT (SELECT count(*) FROM "${schema}".scheduler_flow)::int AS f,
-      (SELECT count(*) FROM "${schema}".scheduler_job_queue)::int AS j`);
+      (SELECT count(*) FROM "${schema}".scheduler_job_all)::int AS j`);
     expect(after.rows[0]).toEqual(before.rows[0]);
   });
 

@@ -29,7 +29,7 @@ async function polls(ns: readonly Pawl[], n = 3): Promise<void> {
 
 async function statuses(ids: readonly string[]): Promise<string[]> {
   const r = await pool.query<{ status: string }>(
-    `SELECT status FROM "${schema}".scheduler_job_queue WHERE id = ANY($1::bigint[]) ORDER BY id`,
+    `SELECT status FROM "${schema}".scheduler_job_all WHERE id = ANY($1::bigint[]) ORDER BY id`,
     [ids],
   );
   return r.rows.map((x) => x.status);

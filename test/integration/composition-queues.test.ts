@@ -97,7 +97,7 @@ describe("per-queue concurrency", () => {
 
       // The slow lanes stayed full all along: 2 per node, never more; the other 8 still wait.
       const statuses = await pool.query<{ status: string; n: number }>(
-        `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_queue
+        `SELECT status, count(*)::int AS n FROM "${schema}".scheduler_job_all
          WHERE id = ANY($1::bigint[]) GROUP BY status ORDER BY status`,
         [slow.map((j) => j.id)],
       );

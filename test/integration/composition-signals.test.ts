@@ -133,7 +133,7 @@ describe("signals", () => {
     });
     await expect(nodes[0]!.signal("not-an-id", {})).rejects.toMatchObject({ code: "INVALID_OPTION" });
     const rows = await pool.query(
-      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE signal_state IS NOT NULL AND id = ANY($1::bigint[])`,
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE signal_state IS NOT NULL AND id = ANY($1::bigint[])`,
       [[finished.id, pending.id, ...chain.jobIds]],
     );
     expect(rows.rows[0].n).toBe(0);

@@ -39,7 +39,7 @@ async function idleNode(register: (n: Pawl) => void): Promise<Pawl> {
 async function lateness(id: string): Promise<number> {
   const { rows } = await pool.query<{ ms: number }>(
     `SELECT (extract(epoch FROM clock_timestamp() - scheduled_time) * 1000)::float8 AS ms
-       FROM "${schema}".scheduler_job_queue WHERE id = $1`,
+       FROM "${schema}".scheduler_job_all WHERE id = $1`,
     [id],
   );
   return rows[0]!.ms;

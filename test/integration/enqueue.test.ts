@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 const count = async () =>
-  Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_queue`)).rows[0].n);
+  Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_all`)).rows[0].n);
 
 describe("enqueue", () => {
   it("inserts a job with its options and reads it back", async () => {
@@ -97,7 +97,7 @@ describe("enqueue", () => {
     expect(ids.size).toBe(1);
     expect(results.filter((r) => r.inserted)).toHaveLength(1);
     const rows = await pool.query(
-      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE unique_key = 'k1'`,
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE unique_key = 'k1'`,
     );
     expect(rows.rows[0].n).toBe(1);
   });

@@ -74,7 +74,7 @@ describe("a FATAL on a connection pawl holds, with no query in flight", () => {
         const closed = ended(raw);
         await terminate(rows[0]!.pid);
         await closed; // the FATAL and the socket's close reached the client between two statements
-        await db.query(`SELECT 1 FROM "${schema}".scheduler_job_queue LIMIT 1`);
+        await db.query(`SELECT 1 FROM "${schema}".scheduler_job_all LIMIT 1`);
       });
       const error = await run.then(
         () => null,
@@ -166,7 +166,7 @@ describe("enqueue while the database is unreachable", () => {
       const again = await pawl.enqueue("fault.job", { n: 1 }, { uniqueKey: "fault-1" });
       expect(again.id).toBe(retried.id);
       const { rows } = await admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_queue WHERE unique_key = 'fault-1'`,
+        `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_all WHERE unique_key = 'fault-1'`,
       );
       expect(rows[0]!.n).toBe(1);
     } finally {

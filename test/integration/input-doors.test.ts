@@ -30,7 +30,7 @@ afterAll(async () => {
 async function snapshot(): Promise<string> {
   const q = (sql: string) => pool.query(sql.replaceAll("$s", `"${schema}"`));
   const jobs = await q(
-    `SELECT id, status, type, queue, cancel_reason, payload FROM $s.scheduler_job_queue ORDER BY id`,
+    `SELECT id, status, type, queue, cancel_reason, payload FROM $s.scheduler_job_all ORDER BY id`,
   );
   const flows = await q(`SELECT id, name FROM $s.scheduler_flow ORDER BY id`);
   const others = await q(

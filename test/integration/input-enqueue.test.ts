@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 const count = async () =>
-  Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_queue`)).rows[0].n);
+  Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_all`)).rows[0].n);
 
 /** Job types: mostly valid names, sometimes any string (spaces, NUL, lone surrogates). */
 const typeName = fc.oneof(

@@ -111,7 +111,7 @@ describe("the outcome writer isolates a refused value", () => {
     expect(reported.find((m) => m.includes(`job ${retried[0]}`))).toMatch(/refused its retry outcome/);
     expect(reported.find((m) => m.includes(`job ${handed[2]}`))).toMatch(/refused its reschedule outcome/);
     const { rows } = await pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM "${schema}".scheduler_job_queue WHERE status = 'RUNNING'`,
+      `SELECT count(*) AS n FROM "${schema}".scheduler_job_all WHERE status = 'RUNNING'`,
     );
     expect(Number(rows[0]!.n)).toBe(0);
   });

@@ -64,7 +64,7 @@ function outcomes(n: Pawl): (ids: readonly string[]) => Promise<Map<string, Fina
 
 async function running(): Promise<number> {
   const { rows } = await pool.query<{ n: string }>(
-    `SELECT count(*) AS n FROM "${schema}".scheduler_job_queue WHERE status = 'RUNNING'`,
+    `SELECT count(*) AS n FROM "${schema}".scheduler_job_all WHERE status = 'RUNNING'`,
   );
   return Number(rows[0]!.n);
 }

@@ -40,7 +40,7 @@ const uniqueType = (name: string) => `${name}.${++typeSeq}.${Math.random().toStr
 
 async function rowsOfType(type: string): Promise<{ id: string; status: string; attempts: number }[]> {
   const res = await pool.query(
-    `SELECT id, status, attempts FROM "${schema}".scheduler_job_queue WHERE type = $1`,
+    `SELECT id, status, attempts FROM "${schema}".scheduler_job_all WHERE type = $1`,
     [type],
   );
   return res.rows as { id: string; status: string; attempts: number }[];

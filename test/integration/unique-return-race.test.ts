@@ -27,7 +27,7 @@ afterAll(async () => {
 
 async function liveIds(key: string): Promise<string[]> {
   const r = await pool.query<{ id: string }>(
-    `SELECT id FROM "${schema}".scheduler_job_queue WHERE unique_key = $1 AND status IN ('PENDING', 'RUNNING')`,
+    `SELECT id FROM "${schema}".scheduler_job_all WHERE unique_key = $1 AND status IN ('PENDING', 'RUNNING')`,
     [key],
   );
   return r.rows.map((x) => x.id);

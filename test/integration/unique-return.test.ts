@@ -174,7 +174,7 @@ describe("resuming", () => {
     expect(await statusOf(a.id)).toMatchObject({ status: "PENDING" });
     expect(await statusOf(b.id)).toEqual({ status: "CANCELED", cancelReason: reason(a.id) });
     const liveRows = await pool.query(
-      `SELECT id FROM "${schema}".scheduler_job_queue WHERE unique_key = 'same-1' AND status IN ('PENDING', 'RUNNING')`,
+      `SELECT id FROM "${schema}".scheduler_job_all WHERE unique_key = 'same-1' AND status IN ('PENDING', 'RUNNING')`,
     );
     expect(liveRows.rows).toEqual([{ id: a.id }]);
   });
