@@ -52,7 +52,9 @@ async function prepare(): Promise<void> {
   await setup.close();
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   try {
-    await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_resource_permit`);
+    await pool.query(
+      `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_resource_permit`,
+    );
     for (let done = 0; done < jobs; done += 10_000) {
       await pool.query(
         `INSERT INTO "${schema}".scheduler_job_queue (type, payload, scheduled_time)

@@ -34,7 +34,9 @@ export async function resetPawlSchema(url: string, schema: string, admin: pg.Poo
   const setup = createPawl({ connectionString: url, schema });
   await setup.migrate();
   await setup.close();
-  await admin.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_resource_permit`);
+  await admin.query(
+    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_resource_permit`,
+  );
 }
 
 export class PawlSystem implements BenchSystem {
@@ -69,6 +71,8 @@ export class PawlSystem implements BenchSystem {
       schema: PAWL_SCHEMA,
       concurrency: options.concurrency,
       ...(options.mode === "latency" ? { pollIntervalMs: 30_000 } : {}),
+      // PAWL_BENCH_KEEP_SUCCEEDED=false measures the mode that deletes succeeded rows (issue 16).
+      ...(process.env.PAWL_BENCH_KEEP_SUCCEEDED === "false" ? { keepSucceeded: false } : {}),
     });
     const handler = options.handler;
     // A retry is due at once (baseMs 0), the fastest pawl can be told to retry: the mixed workload times
