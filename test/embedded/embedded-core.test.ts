@@ -18,9 +18,10 @@ const fastRetry = { retry: { baseMs: 10, factor: 1, maxMs: 10, jitter: 0 } };
 let db: EmbeddedDatabase;
 let current: EmbeddedPawl | undefined;
 
+// Booting PGlite is CPU-bound (WebAssembly compile, initdb): seconds here, far more on a loaded runner.
 beforeAll(async () => {
   db = await embeddedDatabase();
-});
+}, 180_000);
 afterAll(() => db?.close());
 afterEach(async () => {
   await current?.close();

@@ -4,13 +4,17 @@
  * time, and what cannot work on one in-process connection is refused at createPawl.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createPawl, PawlError, ValidationError } from "../../src/index.js";
-import { embeddedDatabase } from "../../src/testing/index.js";
 import { parseEmbeddedUrl } from "../../src/embedded/embedded-url.js";
+import { lockDataDir } from "../../src/embedded/data-dir-lock.js";
+import type { EmbeddedPool } from "../../src/embedded/embedded-pool.js";
+
+/** Booting PGlite is CPU-bound (WebAssembly compile, initdb): seconds here, far more on a loaded runner. */
+const bootTimeout = 180_000;
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -45,7 +49,7 @@ describe("pglite:// connection strings", () => {
     }
   });
 
-  it("refuses the postgres coordinator, by option or environment, on a URL or an embedded pool", async () => {
+  it("refuses the postgres coordinator, by option or environment", () => {
     expect(() => createPawl({ connectionString: "pglite://memory", coordinator: "postgres" })).toThrow(
       /postgres coordinator needs a LISTEN connection of its own/,
     );
@@ -57,18 +61,11 @@ describe("pglite:// connection strings", () => {
       if (before === undefined) delete process.env.PAWL_COORDINATOR;
       else process.env.PAWL_COORDINATOR = before;
     }
-    const db = await embeddedDatabase();
-    try {
-      expect(() => createPawl({ pool: db.pool, coordinator: "postgresql" })).toThrow(ValidationError);
-      expect(createPawl({ pool: db.pool, coordinator: "none" }).config.coordinator).toBe("none");
-    } finally {
-      await db.close();
-    }
   });
 });
 
 describe("a directory database", () => {
-  it("keeps its jobs across a restart, and serves one open at a time", async () => {
+  it("keeps its jobs across a restart, and serves one open at a time", { timeout: bootTimeout }, async () => {
     const url = `pglite://${join(tempDir(), "data")}`;
     const first = createPawl({ connectionString: url, concurrency: 2 });
     await first.migrate();
@@ -100,11 +97,14 @@ describe("a directory database", () => {
     }
   });
 
-  it("takes over the lock a dead process left, and refuses one a live process holds", async () => {
+  it("takes over the lock a dead process left, refuses one a live process holds, and frees it on release", () => {
     const dataDir = join(tempDir(), "data");
     writeFileSync(`${dataDir}.lock`, String(deadPid()));
-    const pawl = createPawl({ connectionString: `pglite://${dataDir}` });
-    await pawl.close();
+    const lock = lockDataDir(dataDir);
+    expect(readFileSync(lock.path, "utf8")).toBe(String(process.pid));
+    expect(() => lockDataDir(dataDir)).toThrow(/this process already has it open/);
+    lock.release();
+    expect(existsSync(lock.path)).toBe(false);
 
     writeFileSync(`${dataDir}.lock`, String(process.ppid));
     expect(() => createPawl({ connectionString: `pglite://${dataDir}` })).toThrow(
@@ -114,14 +114,18 @@ describe("a directory database", () => {
 });
 
 describe("a memory database opened by createPawl", () => {
-  it("runs jobs, and closing pawl closes the database", async () => {
+  it("runs jobs, and closing pawl closes the database", { timeout: bootTimeout }, async () => {
     const pawl = createPawl({ connectionString: "pglite://memory", maxConnections: 50 });
     await pawl.migrate();
     pawl.register("once", async () => "ok");
     await pawl.start();
     const job = await pawl.enqueue("once", {});
     await pawl.events.next("job:succeeded", (e) => e.job.id === job.id);
-    const pool = (pawl as unknown as { pool: { ended: boolean } }).pool;
+    // pawl's own pool (internal): an embedded pool, whoever brings it, refuses the postgres coordinator.
+    const pool = (pawl as unknown as { pool: EmbeddedPool }).pool;
+    expect(() => createPawl({ pool, coordinator: "postgresql" })).toThrow(ValidationError);
+    expect(createPawl({ pool, coordinator: "none" }).config.coordinator).toBe("none");
+    expect(createPawl({ pool }).config.coordinator).toBe("in-memory");
     await pawl.close();
     expect(pool.ended).toBe(true);
   });
