@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Console } from "./console/console.js";
 import type { Inspector, RequestHandler } from "./inspector.js";
 import type { PawlMetrics } from "./metrics.js";
 
@@ -71,6 +72,8 @@ export interface ServeMetricsOptions {
   path?: string;
   /** Also serve this inspector's endpoints on the same server (opt-in). */
   inspector?: Inspector;
+  /** Also serve this console's pages on the same server (opt-in; see createConsole). */
+  console?: Console;
 }
 
 /** A running metrics server. */
@@ -100,9 +103,14 @@ export async function serveMetrics(
   const path = options.path ?? "/metrics";
   const serve = metricsHandler(metrics, { path });
   const inspector = options.inspector;
-  const server = createServer((req, res) => {
+  const ui = options.console;
+  const rest = (req: IncomingMessage, res: ServerResponse) => {
     if (inspector) inspector.handler(req, res, () => serve(req, res));
     else serve(req, res);
+  };
+  const server = createServer((req, res) => {
+    if (ui) ui.handler(req, res, () => rest(req, res));
+    else rest(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

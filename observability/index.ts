@@ -15,6 +15,8 @@ export { createMetrics } from "./metrics.js";
 export type { MetricsOptions, MetricsSource, PawlMetrics } from "./metrics.js";
 export { metricsHandler, serveMetrics } from "./http.js";
 export type { MetricsHandlerOptions, MetricsServer, ServeMetricsOptions } from "./http.js";
+export { createConsole } from "./console/console.js";
+export type { Console, ConsoleNode, ConsoleOptions } from "./console/console.js";
 export { createInspector } from "./inspector.js";
 export type {
   ActorsView,

@@ -143,3 +143,33 @@ function isRegistry(v: unknown): v is NodeRegistry {
   const r = v as Partial<NodeRegistry>;
   return Array.isArray(r.types) && Array.isArray(r.breakers) && typeof r.concurrency === "number";
 }
+
+/** Held permits by resource, each with its first {@link maxPermitHolders} holders (the console's permits view). */
+export async function listPermits(db: Queryable, t: Tables): Promise<Record<string, ExplainPermits>> {
+  const res = await db.query<{
+    resource: string;
+    held: number;
+    holders: { job_id: string; node_id: string; acquired_at: string }[];
+  }>(
+    named(
+      t,
+      "explain_permits",
+      `SELECT resource, count(*)::int AS held,
+              (array_agg(json_build_object('job_id', job_id::text, 'node_id', node_id, 'acquired_at', acquired_at)
+                         ORDER BY acquired_at, job_id))[1:${maxPermitHolders}] AS holders
+       FROM ${t.permits} GROUP BY resource ORDER BY resource LIMIT 100`,
+    )([]),
+  );
+  const out: Record<string, ExplainPermits> = {};
+  for (const r of res.rows) {
+    out[r.resource] = {
+      held: r.held,
+      holders: r.holders.map((h) => ({
+        jobId: h.job_id,
+        nodeId: h.node_id,
+        acquiredAt: new Date(h.acquired_at),
+      })),
+    };
+  }
+  return out;
+}

@@ -1,0 +1,351 @@
+/**
+ * The operators' console: server-rendered pages under one path prefix (default `/console`), served by the
+ * same handler chain as `/metrics` and `/debug/actors`, with no process, asset server or network access
+ * of its own. Pages read through the client's API (getJob, listJobs, explain, dlq, listPaused, cluster);
+ * nothing here writes SQL.
+ *
+ * Safety: read-only unless `actions: true`. With a `token` (use the inspector's), every request needs it
+ * (`Authorization: Bearer`, or `?token=` once, which sets an HttpOnly SameSite=Strict cookie and redirects
+ * to the same page without it). Actions are POSTs that must come from the console's own origin (`Origin`,
+ * else `Sec-Fetch-Site: same-origin`) and carry the console's anti-forgery value, so another site cannot
+ * make an operator's browser retry or purge anything. Responses carry a strict Content-Security-Policy
+ * (one nonce for the inline stylesheet and the actors page's script) and refuse framing.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Pawl } from "../../src/index.js";
+import { listPermits } from "../../src/store/explain-sql.js";
+import type { RequestHandler } from "../inspector.js";
+import { layout, type Html, type PageContext } from "./html.js";
+import {
+  actorsPage,
+  breakersPage,
+  dlqPage,
+  jobPage,
+  jobsPage,
+  nodesPage,
+  overviewPage,
+  pausedPage,
+  type JobFilters,
+} from "./pages.js";
+
+/** Options of {@link createConsole}. */
+export interface ConsoleOptions {
+  /** The path prefix. Default `/console`. */
+  basePath?: string;
+  /** A token every request must carry (pass the inspector's). Without one the console is open to whoever reaches it. */
+  token?: string;
+  /** Show and accept actions (retry, cancel, pause, resume, purge). Default false: read-only. */
+  actions?: boolean;
+  /** Where the inspector is mounted, for the actors page's live events; null: no live events. Default `/debug/actors`. */
+  inspectorPath?: string | null;
+  /** Jobs per page of the job list. Default 50. */
+  pageSize?: number;
+}
+
+/** What {@link createConsole} returns. */
+export interface Console {
+  /** Serves `<basePath>` and below; other paths go to `next` (404 without one). */
+  readonly handler: RequestHandler;
+  /** The path prefix. */
+  readonly basePath: string;
+}
+
+/** What the console reads and does: a {@link Pawl} (a node, or one built only to serve the console). */
+export type ConsoleNode = Pick<
+  Pawl,
+  | "nodeId"
+  | "getJob"
+  | "listJobs"
+  | "explain"
+  | "dlq"
+  | "listPaused"
+  | "cluster"
+  | "inspect"
+  | "getFlow"
+  | "cancel"
+  | "pauseJob"
+  | "resumeJob"
+  | "pauseQueue"
+  | "resumeQueue"
+  | "pauseJobType"
+  | "resumeJobType"
+  | "store"
+>;
+
+const cookieName = "pawl_console";
+const maxBody = 64 * 1024;
+
+/**
+ * Creates the console of a pawl instance.
+ *
+ * @example
+ * ```ts
+ * const inspector = createInspector(pawl, { token });
+ * const ui = createConsole(pawl, { token, actions: process.env.PAWL_CONSOLE_ACTIONS === "1" });
+ * await serveMetrics(metrics, { port: 9464, inspector, console: ui }); // http://127.0.0.1:9464/console
+ * ```
+ */
+export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): Console {
+  const base = (options.basePath ?? "/console").replace(/\/+$/, "");
+  if (!base.startsWith("/")) throw new TypeError("createConsole: basePath must start with /");
+  if (options.token !== undefined && options.token.length === 0)
+    throw new TypeError("createConsole: token is empty");
+  const token = options.token;
+  const tokenDigest = token === undefined ? null : sha(token);
+  const actions = options.actions ?? false;
+  const pageSize = options.pageSize ?? 50;
+  const inspectorPath = options.inspectorPath === undefined ? "/debug/actors" : options.inspectorPath;
+  // The anti-forgery value: derived from a secret of this console, never from the request.
+  const csrf = createHmac("sha256", randomBytes(32)).update("pawl-console-csrf").digest("base64url");
+
+  const authorized = (req: IncomingMessage, url: URL): boolean => {
+    if (tokenDigest === null) return true;
+    const header = req.headers.authorization;
+    const bearer = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim())?.[1] : undefined;
+    const given = bearer ?? url.searchParams.get("token") ?? cookie(req, cookieName);
+    return given !== undefined && given !== null && timingSafeEqual(sha(given), tokenDigest);
+  };
+
+  const handler: RequestHandler = (req, res, next) => {
+    const url = new URL((req as { originalUrl?: string }).originalUrl ?? req.url ?? "/", "http://localhost");
+    const path = url.pathname.replace(/\/+$/, "");
+    if (path !== base && !path.startsWith(`${base}/`)) {
+      if (next) next();
+      else send(res, 404, "text/plain", "not found\n");
+      return;
+    }
+    if (!authorized(req, url)) {
+      res.setHeader("WWW-Authenticate", 'Bearer realm="pawl console"');
+      send(res, 401, "text/plain", "a valid token is required (?token=...)\n");
+      return;
+    }
+    if (url.searchParams.has("token") && req.method === "GET") {
+      // Trade the token in the address for a cookie, so it leaves the address bar, history and links.
+      url.searchParams.delete("token");
+      res.setHeader(
+        "Set-Cookie",
+        `${cookieName}=${encodeURIComponent(token ?? "")}; Path=${base}; HttpOnly; SameSite=Strict`,
+      );
+      res.writeHead(303, { Location: `${url.pathname}${url.search}`, "Cache-Control": "no-store" });
+      res.end();
+      return;
+    }
+    const route = path.slice(base.length) || "/";
+    const ctx = (title: string): PageContext => ({
+      base,
+      title,
+      nodeId: pawl.nodeId,
+      actions,
+      csrf,
+      nonce: randomBytes(12).toString("base64"),
+    });
+    const done = (p: Promise<void>) =>
+      p.catch((error: unknown) => {
+        if (res.headersSent) return res.end();
+        send(res, 500, "text/plain", `console: ${error instanceof Error ? error.message : String(error)}\n`);
+      });
+    if (req.method === "POST") {
+      done(post(req, res, route));
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.setHeader("Allow", "GET, HEAD, POST");
+      send(res, 405, "text/plain", "method not allowed\n");
+      return;
+    }
+    done(get(res, route, url, ctx));
+  };
+
+  const page = (res: ServerResponse, c: PageContext, active: string, body: Html) => {
+    res.setHeader(
+      "Content-Security-Policy",
+      `default-src 'none'; style-src 'nonce-${c.nonce}'; script-src 'nonce-${c.nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    );
+    send(res, 200, "text/html; charset=utf-8", layout(c, active, body));
+  };
+
+  async function get(res: ServerResponse, route: string, url: URL, ctx: (t: string) => PageContext) {
+    const q = (k: string) => url.searchParams.get(k)?.trim() || undefined;
+    const now = new Date();
+    if (route === "/") {
+      const [counts, cluster] = await Promise.all([pawl.store.counts(200), pawl.cluster()]);
+      return page(res, ctx("Overview"), "", overviewPage(ctx("Overview"), counts, cluster.nodes));
+    }
+    if (route === "/jobs") {
+      const f: JobFilters = { status: q("status"), type: q("type"), queue: q("queue"), before: q("before") };
+      const jobs = await pawl.listJobs({
+        ...(f.status ? { status: f.status as never } : {}),
+        ...(f.type ? { type: f.type } : {}),
+        ...(f.queue ? { queue: f.queue } : {}),
+        ...(f.before ? { beforeId: f.before } : {}),
+        limit: pageSize,
+      });
+      const c = ctx("Jobs");
+      return page(res, c, "/jobs", jobsPage(c, jobs, f, pageSize, now));
+    }
+    const jobMatch = /^\/jobs\/(\d{1,19})$/.exec(route);
+    if (jobMatch) {
+      const id = jobMatch[1] as string;
+      const job = await pawl.getJob(id);
+      if (!job) return send(res, 404, "text/plain", `no job ${id}\n`);
+      const [explanation, flow] = await Promise.all([
+        pawl.explain(id),
+        job.flowId ? pawl.getFlow(job.flowId, 200) : Promise.resolve(null),
+      ]);
+      const c = ctx(`Job ${id}`);
+      return page(res, c, "/jobs", jobPage(c, job, explanation, flow?.members ?? null, now));
+    }
+    if (route === "/dlq") {
+      const type = q("type");
+      const jobs = await pawl.dlq.list({ ...(type ? { type } : {}), limit: 200 });
+      const c = ctx("Dead letter queue");
+      return page(res, c, "/dlq", dlqPage(c, jobs, type, now));
+    }
+    if (route === "/paused") {
+      const [pauses, paused] = await Promise.all([
+        pawl.listPaused(),
+        pawl.listJobs({ status: "PAUSED", limit: 200 }),
+      ]);
+      const c = ctx("Paused");
+      return page(
+        res,
+        c,
+        "/paused",
+        pausedPage(
+          c,
+          pauses,
+          paused.filter((j) => j.pausedBy === "job"),
+          now,
+        ),
+      );
+    }
+    if (route === "/nodes") {
+      const cluster = await pawl.cluster();
+      const c = ctx("Nodes and leases");
+      return page(res, c, "/nodes", nodesPage(c, cluster.nodes, cluster.leases, now));
+    }
+    if (route === "/breakers") {
+      const [cluster, permits] = await Promise.all([
+        pawl.cluster(),
+        listPermits(pawl.store.pool, pawl.store.tables),
+      ]);
+      const c = ctx("Breakers and permits");
+      return page(res, c, "/breakers", breakersPage(c, cluster.nodes, permits, now));
+    }
+    if (route === "/actors") {
+      const c = ctx("Actors");
+      return page(
+        res,
+        c,
+        "/actors",
+        actorsPage(
+          c,
+          pawl.inspect(),
+          inspectorPath === null
+            ? null
+            : `${inspectorPath}/stream${token ? `?token=${encodeURIComponent(token)}` : ""}`,
+        ),
+      );
+    }
+    send(res, 404, "text/plain", "not found\n");
+  }
+
+  async function post(req: IncomingMessage, res: ServerResponse, route: string) {
+    if (!actions) return send(res, 403, "text/plain", "actions are off: this console is read-only\n");
+    if (!sameOrigin(req)) return send(res, 403, "text/plain", "cross-site request refused\n");
+    const form = await readForm(req);
+    const given = form.get("csrf") ?? "";
+    if (!timingSafeEqual(sha(given), sha(csrf)))
+      return send(res, 403, "text/plain", "missing or wrong anti-forgery value\n");
+    const back = await act(route, form);
+    if (back === null) return send(res, 404, "text/plain", "no such action\n");
+    res.writeHead(303, { Location: `${base}${back}`, "Cache-Control": "no-store" });
+    res.end();
+  }
+
+  /** Runs one action; returns the page to go back to, or null for an unknown action. */
+  async function act(route: string, form: URLSearchParams): Promise<string | null> {
+    const m = /^\/jobs\/(\d{1,19})\/(retry|cancel|pause|resume)$/.exec(route);
+    if (m) {
+      const [, id, verb] = m as unknown as [string, string, string];
+      if (verb === "retry") await pawl.dlq.retry(id);
+      else if (verb === "cancel") await pawl.cancel(id, "canceled from the console");
+      else if (verb === "pause") await pawl.pauseJob(id);
+      else await pawl.resumeJob(id);
+      return `/jobs/${id}`;
+    }
+    if (route === "/dlq/retry") {
+      const ids = form.getAll("ids").filter((x) => /^\d{1,19}$/.test(x));
+      if (ids.length > 0) await pawl.dlq.retry(ids);
+      return "/dlq";
+    }
+    if (route === "/dlq/purge") {
+      const type = form.get("type") || undefined;
+      await pawl.dlq.purge(type ? { type } : {});
+      return "/dlq";
+    }
+    if (route === "/paused/pause" || route === "/paused/resume") {
+      const kind = form.get("kind");
+      const name = form.get("name") ?? "";
+      const pause = route === "/paused/pause";
+      if (kind === "queue") await (pause ? pawl.pauseQueue(name) : pawl.resumeQueue(name));
+      else if (kind === "type") await (pause ? pawl.pauseJobType(name) : pawl.resumeJobType(name));
+      else return null;
+      return "/paused";
+    }
+    return null;
+  }
+
+  return { handler, basePath: base };
+}
+
+/** Whether a POST comes from the page's own origin (a browser always sends Origin on a cross-site POST). */
+function sameOrigin(req: IncomingMessage): boolean {
+  const host = req.headers.host;
+  const origin = req.headers.origin;
+  if (typeof origin === "string") {
+    try {
+      return host !== undefined && new URL(origin).host === host;
+    } catch {
+      return false;
+    }
+  }
+  return req.headers["sec-fetch-site"] === "same-origin";
+}
+
+async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  const type = String(req.headers["content-type"] ?? "");
+  if (!type.startsWith("application/x-www-form-urlencoded")) return new URLSearchParams();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBody) throw new Error("form too large");
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+}
+
+function cookie(req: IncomingMessage, name: string): string | undefined {
+  for (const part of String(req.headers.cookie ?? "").split(";")) {
+    const [k, ...v] = part.trim().split("=");
+    if (k === name) return decodeURIComponent(v.join("="));
+  }
+  return undefined;
+}
+
+function sha(s: string): Buffer {
+  return createHash("sha256").update(s, "utf8").digest();
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, {
+    "Content-Type": type.includes("charset") ? type : `${type}; charset=utf-8`,
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Content-Length": Buffer.byteLength(body),
+  });
+  res.end(body);
+}

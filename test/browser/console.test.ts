@@ -1,0 +1,228 @@
+/**
+ * The console in a real headless Chromium (Debian's `chromium`, driven by playwright-core; no browser
+ * download). An operator finds a DEAD job, reads its errors and its explain answer, retries it and sees
+ * it succeed; pauses a queue and sees the explain answer name the pause; and, on a read-only console,
+ * finds no retry button and has the POST refused. Every page is saved to docs/console/*.png, so the
+ * screenshots in the docs come from this test and never go stale.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { NonRetryableError, type Pawl } from "../../src/index.js";
+import { createConsole, createInspector, createMetrics, serveMetrics } from "../../observability/index.js";
+import type { MetricsServer } from "../../observability/index.js";
+import { setupSchema } from "../helpers/pawl.js";
+import { testNode } from "../helpers/node.js";
+
+const shots = new URL("../../docs/console/", import.meta.url).pathname;
+const token = "browser-test-token";
+
+/** The system's chromium: $PAWL_CHROMIUM, else the first of the usual names on PATH. */
+function findChromium(): string | null {
+  if (process.env.PAWL_CHROMIUM && existsSync(process.env.PAWL_CHROMIUM)) return process.env.PAWL_CHROMIUM;
+  for (const name of ["chromium", "chromium-browser", "google-chrome"]) {
+    try {
+      return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim() || null;
+    } catch {
+      // not this one
+    }
+  }
+  return null;
+}
+
+const executablePath = findChromium();
+if (!executablePath) {
+  console.warn(
+    "test/browser skipped: no chromium binary found (apt-get install chromium, or set PAWL_CHROMIUM)",
+  );
+}
+
+let schema: string;
+let cleanup: () => Promise<void>;
+let node: Pawl;
+let browser: Browser;
+let page: Page;
+let server: MetricsServer;
+let readOnly: MetricsServer;
+let failing = true;
+const loadTimes: Record<string, number> = {};
+
+describe.skipIf(!executablePath)("console in headless Chromium", () => {
+  beforeAll(async () => {
+    ({ schema, cleanup } = await setupSchema("console"));
+    node = testNode(schema, { breakers: { "pay-api": { failureThreshold: 1, openMs: 600_000 } } });
+    node.register("invoice.charge", async () => {
+      if (failing) throw new NonRetryableError("card declined by the payment provider");
+      return { charged: true };
+    });
+    node.register(
+      "ledger.sync",
+      async () => {
+        throw new Error("ledger answered 503");
+      },
+      { service: "pay-api", maxAttempts: 1 },
+    );
+    node.register("report.build", async () => ({ ok: true }), { queue: "reports" });
+    await node.start();
+    const metrics = createMetrics(node);
+    const inspector = createInspector(node, { token });
+    server = await serveMetrics(metrics, {
+      port: 0,
+      inspector,
+      console: createConsole(node, { token, actions: true }),
+    });
+    readOnly = await serveMetrics(metrics, { port: 0, console: createConsole(node, { token }) });
+    mkdirSync(shots, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: executablePath as string,
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await readOnly?.close();
+    await node?.close();
+    await cleanup?.();
+    if (Object.keys(loadTimes).length > 0) console.log("console page load times (ms):", loadTimes);
+  });
+
+  const origin = () => server.url.replace(/\/metrics$/, "");
+
+  /** Opens a console page and records how long it took to load. */
+  async function open(path: string, name: string, base = origin()): Promise<void> {
+    const started = performance.now();
+    const res = await page.goto(`${base}/console${path}`, { waitUntil: "load" });
+    loadTimes[name] = Math.round(performance.now() - started);
+    expect(res?.status()).toBe(200);
+  }
+
+  const shot = (name: string) => page.screenshot({ path: `${shots}${name}.png`, fullPage: true });
+
+  it("refuses a visitor without the token", async () => {
+    const res = await page.goto(`${origin()}/console`);
+    expect(res?.status()).toBe(401);
+  });
+
+  it("finds a DEAD job, reads its errors and explain answer, retries it and sees it succeed", async () => {
+    const job = await node.enqueue("invoice.charge", { invoice: 1042 });
+    await node.events.next("job:dead", (e) => e.job.id === job.id);
+
+    // The token once, in the address: the console trades it for a cookie and drops it from the URL.
+    await open(`?token=${token}`, "overview");
+    expect(page.url()).not.toContain("token=");
+    await expect(page.locator("h1").textContent()).resolves.toBe("Overview");
+    await shot("overview");
+
+    await open("/dlq", "dlq");
+    await shot("dlq");
+    await page.click(`a[href="/console/jobs/${job.id}"]`);
+    await page.waitForURL(`**/console/jobs/${job.id}`);
+    await expect(page.locator(".error-message").first().textContent()).resolves.toBe(
+      "card declined by the payment provider",
+    );
+    await expect(page.locator("#explain .verdict").getAttribute("data-verdict")).resolves.toBe("finished");
+    await expect(page.locator('#explain li[data-kind="finished"]').textContent()).resolves.toContain(
+      "finished DEAD",
+    );
+    await shot("job-dead");
+
+    failing = false;
+    const succeeded = node.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await page.click('button[data-action="retry"]');
+    await succeeded;
+    await open(`/jobs/${job.id}`, "job");
+    await expect(page.locator(".status").first().textContent()).resolves.toBe("SUCCEEDED");
+    await expect(page.locator('#explain li[data-kind="finished"]').textContent()).resolves.toContain(
+      "finished SUCCEEDED",
+    );
+    await shot("job-succeeded");
+  });
+
+  it("pauses a queue from the console and the explain answer names the pause", async () => {
+    await open("/paused", "paused");
+    await page.selectOption('select[name="kind"]', "queue");
+    await page.fill('input[name="name"]', "reports");
+    await page.click('button[data-action="pause"]');
+    await page.waitForURL("**/console/paused");
+    await expect(page.locator("td", { hasText: "reports" }).first().isVisible()).resolves.toBe(true);
+    await shot("paused");
+
+    const job = await node.enqueue("report.build", {}, { queue: "reports" });
+    await open(`/jobs/${job.id}`, "job-paused");
+    await expect(page.locator('#explain li[data-kind="paused"]').textContent()).resolves.toContain(
+      'its queue "reports" is paused',
+    );
+    await shot("job-paused");
+
+    const succeeded = node.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await open("/paused", "paused");
+    await page.click('button[data-action="resume"]');
+    await page.waitForURL("**/console/paused");
+    await succeeded;
+  });
+
+  it("lists jobs with filters and keyset paging, and shows nodes, breakers and actors", async () => {
+    await node.enqueueMany(
+      Array.from({ length: 60 }, (_, i) => ({ type: "report.build", payload: { i }, queue: "reports" })),
+    );
+    await open("/jobs?type=report.build", "jobs");
+    await expect(page.locator("tbody tr").count()).resolves.toBe(50);
+    await shot("jobs");
+    await page.click('a[rel="next"]');
+    await expect(page.locator("tbody tr").count()).resolves.toBeGreaterThan(0);
+
+    const opened = node.events.next("breaker:change", (e) => e.service === "pay-api" && e.to === "OPEN");
+    await node.enqueue("ledger.sync", {});
+    await opened;
+    await node.clusterServices!.heartbeat.runOnce(); // publish the open breaker now
+    await open("/nodes", "nodes");
+    await expect(page.locator("td", { hasText: node.nodeId }).first().isVisible()).resolves.toBe(true);
+    await shot("nodes");
+    await open("/breakers", "breakers");
+    await expect(page.locator("td", { hasText: "pay-api" }).first().isVisible()).resolves.toBe(true);
+    await shot("breakers");
+    await open("/actors", "actors");
+    // The actors page's script opened the inspector's event stream and said so.
+    await page.locator("#events", { hasText: "connected" }).waitFor();
+    await shot("actors");
+  });
+
+  it("read-only by default: no retry button, and the POST is refused", async () => {
+    failing = true;
+    const job = await node.enqueue("invoice.charge", { invoice: 7 });
+    await node.events.next("job:dead", (e) => e.job.id === job.id);
+    const base = readOnly.url.replace(/\/metrics$/, "");
+    await open(`/jobs/${job.id}?token=${token}`, "job-read-only", base);
+    await expect(page.locator('#explain li[data-kind="finished"]').count()).resolves.toBe(1);
+    await expect(page.locator('button[data-action="retry"]').count()).resolves.toBe(0);
+    await expect(page.locator(".mode").getAttribute("data-mode")).resolves.toBe("read-only");
+    const res = await page.request.post(`${base}/console/jobs/${job.id}/retry`, {
+      headers: { Origin: base },
+      form: { csrf: "anything" },
+    });
+    expect(res.status()).toBe(403);
+    expect((await node.getJob(job.id))?.status).toBe("DEAD");
+  });
+
+  it("refuses a cross-site POST even with actions on", async () => {
+    const res = await page.request.post(`${origin()}/console/dlq/purge`, {
+      headers: { Origin: "https://evil.example" },
+      form: {},
+    });
+    expect(res.status()).toBe(403);
+    const dead = await node.dlq.list();
+    expect(dead.length).toBeGreaterThan(0);
+  });
+});
