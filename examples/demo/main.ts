@@ -10,6 +10,7 @@
 import { createPawl, type JobContext } from "../../src/index.js";
 import { lifecycle, sleep } from "../shared/lifecycle.js";
 import { chooseDatabase } from "./database.js";
+import { createConsole, createInspector, createMetrics, serveMetrics } from "../../observability/index.js";
 
 /** Logs before the lifecycle exists (it is made once the node runs), in its `[demo]` format. */
 const log = (message: string) => console.log(`[demo] ${message}`);
@@ -26,6 +27,16 @@ const pawl = createPawl({
   // The breaker of "flaky-api" opens after 3 failures within 10 s and probes again after 2 s.
   breakers: { "flaky-api": { failureThreshold: 3, windowMs: 10_000, openMs: 2_000, halfOpenTrials: 1 } },
 });
+
+// The console (actions on: this is a demo) and /metrics on one port, 9464 or a free one; URLs come first.
+const serveOn = (port: number) =>
+  serveMetrics(createMetrics(pawl), {
+    port,
+    inspector: createInspector(pawl),
+    console: createConsole(pawl, { actions: true }),
+  });
+const server = await serveOn(Number(process.env.PAWL_DEMO_PORT ?? 9464)).catch(() => serveOn(0));
+log(`console: ${server.url.replace(/\/metrics$/, "/console")} (actions on)  metrics: ${server.url}`);
 
 // 1. Succeeds after a little work.
 pawl.register("demo.ok", async (payload: { n: number }, ctx: JobContext) => {
@@ -152,6 +163,7 @@ life.onForce(() => void pawl.stop());
 await pawl.stop({ graceMs });
 clearInterval(ticker);
 report();
+await server.close();
 await pawl.close();
 if (life.durationMs !== null && counts.succeeded === 0) {
   life.log("no job succeeded during the run");
