@@ -345,7 +345,13 @@ describe("dlq", () => {
 
   it("says when a retried job was canceled as a duplicate of the live job holding its unique key", async () => {
     const dead = await pawl.enqueue("dlq.keyed", {}, { uniqueKey: "cli-dup" });
-    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'DEAD' WHERE id = $1`, [dead.id]);
+    // DEAD as a node leaves it: moved to the finished table (migration 0005).
+    await pool.query(
+      `WITH g AS (DELETE FROM "${schema}".scheduler_job_queue j WHERE id = $1 RETURNING j)
+       INSERT INTO "${schema}".scheduler_job_finished
+       SELECT (jsonb_populate_record(g.j, '{"status": "DEAD"}')).* FROM g`,
+      [dead.id],
+    );
     const live = await pawl.enqueue("dlq.keyed", {}, { uniqueKey: "cli-dup" });
     expect(live.inserted).toBe(true);
 

@@ -90,7 +90,7 @@ describe.each(configs)("a node declared dead, %s", (_name, config) => {
       await allDone;
       expect(ids.map((id) => runs.get(id))).toEqual(ids.map(() => 1));
       const rows = await pool.query<{ id: string; status: string; attempts: number }>(
-        `SELECT id, status, attempts FROM ${t.jobs} WHERE id = ANY($1::bigint[]) ORDER BY id`,
+        `SELECT id, status, attempts FROM ${t.all} WHERE id = ANY($1::bigint[]) ORDER BY id`,
         [ids],
       );
       // A hand-back does not count the attempt: each job used exactly one.
@@ -98,6 +98,7 @@ describe.each(configs)("a node declared dead, %s", (_name, config) => {
     } finally {
       unblock();
       await pool.query(`DELETE FROM ${t.jobs} WHERE id = ANY($1::bigint[])`, [ids]);
+      await pool.query(`DELETE FROM ${t.finished} WHERE id = ANY($1::bigint[])`, [ids]);
     }
   });
 });
