@@ -45,9 +45,39 @@ import {
   resumeQueue,
 } from "./composition/pause.js";
 import type { Pause, PauseResult } from "./composition/pause.js";
+import type {
+  IsTyped,
+  PawlTasks,
+  PayloadField,
+  TaskName,
+  TaskPayload,
+  TypedJob,
+  UntypedTasks,
+} from "./task-map.js";
 
-/** One item of {@link PawlClient.enqueueMany}: a job type, its payload, and the options of enqueue. */
-export type EnqueueItem = { type: string; payload?: unknown } & Omit<EnqueueOptions, "client">;
+/**
+ * One item of {@link PawlClient.enqueueMany}: a job type, its payload, and the options of enqueue. With a
+ * task map, a union over its job types, each with its own payload.
+ *
+ * @example
+ * ```ts
+ * const item: EnqueueItem = { type: "thumbnail", payload: { id: 1 }, priority: "low" };
+ * ```
+ */
+export type EnqueueItem<Tasks = PawlTasks, K extends TaskName<Tasks> = TaskName<Tasks>> = K extends unknown
+  ? { type: K } & PayloadField<TaskPayload<Tasks, K>> & Omit<EnqueueOptions, "client">
+  : never;
+
+/**
+ * The arguments of {@link PawlClient.enqueue} after the type: with a task map the payload is the type's
+ * (required unless it accepts undefined); without one, any payload, optional.
+ */
+export type EnqueueArgs<Tasks, K, P = unknown> =
+  IsTyped<Tasks> extends true
+    ? undefined extends TaskPayload<Tasks, K>
+      ? [payload?: TaskPayload<Tasks, K>, options?: EnqueueOptions]
+      : [payload: TaskPayload<Tasks, K>, options?: EnqueueOptions]
+    : [payload?: P, options?: EnqueueOptions];
 
 /** The dead letter queue API. */
 export interface DeadLetterQueue {
@@ -76,7 +106,7 @@ export interface DeadLetterQueue {
  * await client.close();
  * ```
  */
-export class PawlClient {
+export class PawlClient<Tasks extends object = PawlTasks> {
   /** The resolved configuration. */
   readonly config: ResolvedConfig;
   /** The job store (every SQL operation, on PostgreSQL), for advanced use. */
@@ -134,7 +164,10 @@ export class PawlClient {
    *
    * @throws ValidationError for bad input; nothing is written then.
    */
-  async enqueue<P = unknown>(type: string, payload?: P, options?: EnqueueOptions): Promise<EnqueuedJob<P>> {
+  async enqueue<P = unknown, K extends TaskName<Tasks> = TaskName<Tasks>>(
+    type: K,
+    ...[payload, options]: EnqueueArgs<Tasks, K, P>
+  ): Promise<EnqueuedJob<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P>> {
     this.assertOpen();
     const job = buildNewJob(
       type,
@@ -144,7 +177,7 @@ export class PawlClient {
       this.config.maxPayloadBytes,
     );
     const [row] = await this.insert([job], options?.client);
-    return row as EnqueuedJob<P>;
+    return row as EnqueuedJob<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P>;
   }
 
   /**
@@ -152,7 +185,7 @@ export class PawlClient {
    * and nothing is written.
    */
   async enqueueMany(
-    items: readonly EnqueueItem[],
+    items: readonly EnqueueItem<Tasks>[],
     options: { client?: Queryable } = {},
   ): Promise<EnqueuedJob[]> {
     this.assertOpen();
@@ -163,7 +196,7 @@ export class PawlClient {
       if (typeof item !== "object" || item === null) {
         throw new ValidationError("INVALID_OPTION", `enqueueMany item ${i} is not an object`);
       }
-      const { type, payload, ...opts } = item;
+      const { type, payload, ...opts } = item as EnqueueItem<UntypedTasks>;
       try {
         return buildNewJob(type, payload, opts, this.hooks?.typeDefaults(type), this.config.maxPayloadBytes);
       } catch (error) {
@@ -186,9 +219,9 @@ export class PawlClient {
   }
 
   /** Reads a job by id; null when there is none. */
-  async getJob(id: string): Promise<Job | null> {
+  async getJob<K extends TaskName<Tasks> = TaskName<Tasks>>(id: string): Promise<TypedJob<Tasks, K> | null> {
     this.assertOpen();
-    return this.store.get(validateJobId(id));
+    return (await this.store.get(validateJobId(id))) as TypedJob<Tasks, K> | null;
   }
 
   /**
@@ -248,7 +281,7 @@ export class PawlClient {
    * ]);
    * ```
    */
-  async chain(steps: readonly ChainStep[], options?: FlowOptions): Promise<FlowHandle> {
+  async chain(steps: readonly ChainStep<Tasks>[], options?: FlowOptions<Tasks>): Promise<FlowHandle> {
     return createChain(this.composition, steps, options);
   }
 
@@ -264,7 +297,9 @@ export class PawlClient {
    * await pawl.batch({ type: "import.row", items: rows, onComplete: { type: "import.done", payload: { file } } });
    * ```
    */
-  async batch<P = unknown>(input: BatchInput<P>): Promise<FlowHandle> {
+  async batch<P = unknown, K extends TaskName<Tasks> = TaskName<Tasks>>(
+    input: BatchInput<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P, K, Tasks>,
+  ): Promise<FlowHandle> {
     return createBatch(this.composition, input);
   }
 
@@ -286,7 +321,7 @@ export class PawlClient {
    * });
    * ```
    */
-  async workflow(input: WorkflowInput): Promise<FlowHandle> {
+  async workflow(input: WorkflowInput<Tasks>): Promise<FlowHandle> {
     return createWorkflow(this.composition, input);
   }
 

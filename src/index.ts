@@ -4,10 +4,28 @@
  */
 import type { PawlConfig } from "./config.js";
 import { Pawl } from "./pawl.js";
+import type { PawlTasks } from "./task-map.js";
 
 export { PawlClient } from "./client.js";
 export { Pawl } from "./pawl.js";
-export type { StopOptions } from "./pawl.js";
+export type { StopOptions, HandlerPayload, HandlerResult, ScheduleArgs, ScheduledPayload } from "./pawl.js";
+export type {
+  PawlTasks,
+  TaskSpec,
+  UntypedTasks,
+  IsTyped,
+  TaskName,
+  TaskPayload,
+  TaskResult,
+  PayloadField,
+  TypedJob,
+} from "./task-map.js";
+export type {
+  StandardSchema,
+  StandardSchemaIssue,
+  StandardSchemaResult,
+  InferSchemaInput,
+} from "./standard-schema.js";
 export type { Handler, RegisterOptions, RetryOption } from "./runtime/registry.js";
 export type { RuntimeOptions } from "./runtime/runtime-config.js";
 export { JobContext } from "./runtime/job-context.js";
@@ -17,7 +35,7 @@ export { PawlEventEmitter } from "./events.js";
 export type { PawlEvents, PawlEventName, JobEventInfo } from "./events.js";
 export type { ActorTree, ActorNode } from "./runtime/inspect.js";
 export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators/spi.js";
-export type { EnqueueItem, DeadLetterQueue } from "./client.js";
+export type { EnqueueItem, EnqueueArgs, DeadLetterQueue } from "./client.js";
 export type { PawlConfig, ResolvedConfig } from "./config.js";
 export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
 export {
@@ -50,7 +68,8 @@ export type { EmbeddedLocation } from "./embedded/embedded-url.js";
 /**
  * Creates a pawl node: a {@link Pawl}, which enqueues and reads like a {@link PawlClient} and also runs
  * the handlers registered on it once started. Use `new PawlClient(config)` for a process that only
- * enqueues and reads.
+ * enqueues and reads. `Tasks` types its job types (README, "Typed jobs"): it defaults to the map declared
+ * by augmenting {@link PawlTasks}; give it here to type this one instance instead.
  *
  * @example
  * ```ts
@@ -58,10 +77,13 @@ export type { EmbeddedLocation } from "./embedded/embedded-url.js";
  * const pawl = createPawl({ connectionString: process.env.DATABASE_URL, schema: "pawl" });
  * await pawl.migrate();
  * await pawl.enqueue("email.send", { to: "a@b.c" });
+ *
+ * type Tasks = { "email.send": { payload: { to: string }; result: { messageId: string } } };
+ * const typed = createPawl<Tasks>({ connectionString: process.env.DATABASE_URL });
  * ```
  */
-export function createPawl(config?: PawlConfig): Pawl {
-  return new Pawl(config);
+export function createPawl<Tasks extends object = PawlTasks>(config?: PawlConfig): Pawl<Tasks> {
+  return new Pawl<Tasks>(config);
 }
 export type {
   ClusterOptions,

@@ -26,6 +26,27 @@ import {
 import { ClassicClaimer } from "./store/claimer.js";
 import { CursorClaimer } from "./store/claim-cursor.js";
 import { SignalSweeper } from "./composition/signals.js";
+import type { IsTyped, PawlTasks, TaskName, TaskPayload, TaskResult } from "./task-map.js";
+
+/**
+ * The payload a handler of `K` receives: the task map's, else `P` (from the handler's annotation or the
+ * type's Standard Schema); without a map, `P`.
+ */
+export type HandlerPayload<Tasks, K, P> = IsTyped<Tasks> extends true ? TaskPayload<Tasks, K, P> : P;
+/** What a handler of `K` must return: the task map's result, else `R`; without a map, `R`. */
+export type HandlerResult<Tasks, K, R> = IsTyped<Tasks> extends true ? TaskResult<Tasks, K, R> : R;
+
+/** The payload of a schedule's children of type `K`: the task map's, or anything without a map. */
+export type ScheduledPayload<Tasks, K> = IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : unknown;
+
+/**
+ * The arguments of {@link Pawl.schedule} after the cron when the schedule's name is its children's type:
+ * the payload (required when the task map's payload does not accept undefined) and the options.
+ */
+export type ScheduleArgs<Tasks, K> =
+  undefined extends ScheduledPayload<Tasks, K>
+    ? [payload?: ScheduledPayload<Tasks, K>, options?: Omit<ScheduleOptions, "type"> & { type?: K }]
+    : [payload: ScheduledPayload<Tasks, K>, options?: Omit<ScheduleOptions, "type"> & { type?: K }];
 
 /** Options of {@link Pawl.stop}. */
 export interface StopOptions {
@@ -45,7 +66,7 @@ export interface StopOptions {
  * process.on("SIGTERM", () => pawl.stop({ graceMs: 25_000 }));
  * ```
  */
-export class Pawl extends PawlClient {
+export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   /** The typed event stream (jobs, polls, claims, breakers, coordinator). */
   readonly events: PawlEventEmitter;
   private readonly types: Map<string, JobType>;
@@ -89,15 +110,17 @@ export class Pawl extends PawlClient {
 
   /**
    * Registers the handler of a job type. Registering after start() is allowed: the next claim includes it.
+   * With a task map, the type must be one of its names and the handler takes its payload and returns its
+   * result; a Standard Schema as `validate` types the payload where the map does not.
    *
    * @throws ValidationError for a bad type name or option.
    * @throws PawlError `INVALID_STATE` after stop(): a stopped node never claims again, so the handler could
    *   never run.
    */
-  register<P = unknown, R = unknown>(
-    type: string,
-    handler: Handler<P, R>,
-    options?: RegisterOptions<P>,
+  register<P = unknown, R = unknown, K extends TaskName<Tasks> = TaskName<Tasks>>(
+    type: K,
+    handler: Handler<HandlerPayload<Tasks, K, P>, HandlerResult<Tasks, K, R>>,
+    options?: RegisterOptions<HandlerPayload<Tasks, K, P>>,
   ): this {
     this.assertOpen();
     if (this.stopping) {
@@ -273,6 +296,26 @@ export class Pawl extends PawlClient {
    * await pawl.schedule("nightly-report", "0 3 * * *", { format: "pdf" }, { timezone: "Europe/Paris" });
    * ```
    */
+  schedule<K extends TaskName<Tasks>>(
+    name: K,
+    cron: string,
+    ...rest: ScheduleArgs<Tasks, K>
+  ): Promise<Schedule>;
+  /**
+   * Registers a recurring job whose children are of `options.type`, not of the schedule's name; with a
+   * task map the payload is that type's.
+   *
+   * @example
+   * ```ts
+   * await pawl.schedule("nightly", "0 3 * * *", { format: "pdf" }, { type: "report.build" });
+   * ```
+   */
+  schedule<K extends TaskName<Tasks>>(
+    name: string,
+    cron: string,
+    payload: ScheduledPayload<Tasks, K>,
+    options: Omit<ScheduleOptions, "type"> & { type: K },
+  ): Promise<Schedule>;
   async schedule(
     name: string,
     cron: string,

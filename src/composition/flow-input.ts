@@ -16,47 +16,83 @@ import { describeValue, storableText } from "../input-text.js";
 import { serializePayload } from "../payload.js";
 import type { Queryable } from "../store/sql.js";
 import type { FlowFailurePolicy, FlowKind } from "../store/flow-sql.js";
+import type { IsTyped, PawlTasks, PayloadField, TaskName, TaskPayload } from "../task-map.js";
 
 /** The enqueue options a flow member may carry (no `client`: the flow has one; no `uniqueKey`). */
 export type FlowJobOptions = Omit<EnqueueOptions, "client" | "uniqueKey">;
 
-/** One step of {@link PawlClient.chain}. */
-export type ChainStep = {
-  type: string;
-  payload?: unknown;
-  /** The step's name in the flow (`ctx.flow()`'s keys). Default: its index, "0", "1", ... */
-  name?: string;
-} & FlowJobOptions;
+/**
+ * One step of {@link PawlClient.chain}. With a task map, a union over its job types, each with its payload.
+ *
+ * @example
+ * ```ts
+ * const step: ChainStep = { type: "video.download", payload: { url }, name: "download" };
+ * ```
+ */
+export type ChainStep<Tasks = PawlTasks, K extends TaskName<Tasks> = TaskName<Tasks>> = K extends unknown
+  ? {
+      type: K;
+      /** The step's name in the flow (`ctx.flow()`'s keys). Default: its index, "0", "1", ... */
+      name?: string;
+    } & PayloadField<TaskPayload<Tasks, K>> &
+      FlowJobOptions
+  : never;
 
-/** One job of {@link PawlClient.workflow}. */
-export type WorkflowJob = {
-  /** The job's name in the workflow: unique, what `dependsOn` refers to. */
-  name: string;
-  type: string;
-  payload?: unknown;
-  /** Names of the jobs that must SUCCEED before this one runs. */
-  dependsOn?: readonly string[];
-} & FlowJobOptions;
+/**
+ * One job of {@link PawlClient.workflow}. With a task map, a union over its job types, each with its payload.
+ *
+ * @example
+ * ```ts
+ * const job: WorkflowJob = { name: "load", type: "etl.load", dependsOn: ["extract"] };
+ * ```
+ */
+export type WorkflowJob<Tasks = PawlTasks, K extends TaskName<Tasks> = TaskName<Tasks>> = K extends unknown
+  ? {
+      /** The job's name in the workflow: unique, what `dependsOn` refers to. */
+      name: string;
+      type: K;
+      /** Names of the jobs that must SUCCEED before this one runs. */
+      dependsOn?: readonly string[];
+    } & PayloadField<TaskPayload<Tasks, K>> &
+      FlowJobOptions
+  : never;
 
-/** The job enqueued once every member of a flow is terminal, with the counts in its payload. */
-export type CompletionJob = { type: string; payload?: unknown } & FlowJobOptions;
+/**
+ * The `payload` a flow's completion job of type `K` is given: with a task map, the `P` of the type's
+ * declared `FlowCompletion<P>` payload (a type whose payload is not a FlowCompletion cannot complete a
+ * flow: its handler would receive the counts); without one, anything.
+ */
+export type CompletionPayload<Tasks, K> =
+  IsTyped<Tasks> extends true ? (TaskPayload<Tasks, K> extends FlowCompletion<infer P> ? P : never) : unknown;
+
+/**
+ * The job enqueued once every member of a flow is terminal, with the counts in its payload.
+ *
+ * @example
+ * ```ts
+ * const done: CompletionJob = { type: "import.done", payload: { file: "rows.csv" } };
+ * ```
+ */
+export type CompletionJob<Tasks = PawlTasks, K extends TaskName<Tasks> = TaskName<Tasks>> = K extends unknown
+  ? { type: K } & PayloadField<CompletionPayload<Tasks, K>> & FlowJobOptions
+  : never;
 
 /** Options every flow takes. */
-export interface FlowOptions {
+export interface FlowOptions<Tasks = PawlTasks> {
   /** A label for people (CLI, listFlows). */
   name?: string;
   /**
    * Enqueued exactly once, when every member is terminal (SUCCEEDED, DEAD or CANCELED). Its handler
    * receives a {@link FlowCompletion} payload: the counts, and this job's own payload as `payload`.
    */
-  onComplete?: CompletionJob;
+  onComplete?: CompletionJob<Tasks>;
   /** The caller's pg client inside their transaction: the flow exists once that commits. */
   client?: Queryable;
 }
 
 /** Input of {@link PawlClient.workflow}. */
-export interface WorkflowInput extends FlowOptions {
-  jobs: readonly WorkflowJob[];
+export interface WorkflowInput<Tasks = PawlTasks> extends FlowOptions<Tasks> {
+  jobs: readonly WorkflowJob<Tasks>[];
   /**
    * What a member that ends DEAD or CANCELED does to the jobs that depend on it: `stop-dependents`
    * (default) cancels them (transitively); `continue` runs them anyway, the failure recorded in their
@@ -65,9 +101,13 @@ export interface WorkflowInput extends FlowOptions {
   failurePolicy?: "stop-dependents" | "continue";
 }
 
-/** Input of {@link PawlClient.batch}: one child per item, all of one type and options. */
-export interface BatchInput<P = unknown> extends FlowOptions, FlowJobOptions {
-  type: string;
+/**
+ * Input of {@link PawlClient.batch}: one child per item, all of one type and options (with a task map,
+ * `P` is that type's payload).
+ */
+export interface BatchInput<P = unknown, K extends string = string, Tasks = PawlTasks>
+  extends FlowOptions<Tasks>, FlowJobOptions {
+  type: K;
   /** The children's payloads, one child per item (1 to {@link maxBatchItems}). */
   items: readonly P[];
 }

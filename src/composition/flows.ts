@@ -20,6 +20,7 @@ import {
   type FlowPlan,
   type WorkflowInput,
 } from "./flow-input.js";
+import type { UntypedTasks } from "../task-map.js";
 
 /** Batch children inserted per statement: bounds the statement's parameters and memory. */
 export const batchChunkSize = 10_000;
@@ -135,19 +136,25 @@ async function createGraph(
 /** Creates a chain (see {@link PawlClient.chain}). */
 export function createChain(
   deps: CompositionDeps,
-  steps: readonly ChainStep[],
-  options?: FlowOptions,
+  steps: readonly ChainStep<UntypedTasks>[],
+  options?: FlowOptions<UntypedTasks>,
 ): Promise<FlowHandle> {
   return createGraph(deps, planChain(steps, options, buildContext(deps)), options?.client);
 }
 
 /** Creates a workflow (see {@link PawlClient.workflow}). */
-export function createWorkflow(deps: CompositionDeps, input: WorkflowInput): Promise<FlowHandle> {
+export function createWorkflow<Tasks>(
+  deps: CompositionDeps,
+  input: WorkflowInput<Tasks>,
+): Promise<FlowHandle> {
   return createGraph(deps, planWorkflow(input, buildContext(deps)), input?.client);
 }
 
 /** Creates a batch (see {@link PawlClient.batch}): the flow row, its completion job, then the children in chunks. */
-export async function createBatch<P>(deps: CompositionDeps, input: BatchInput<P>): Promise<FlowHandle> {
+export async function createBatch<P>(
+  deps: CompositionDeps,
+  input: BatchInput<P, string, UntypedTasks>,
+): Promise<FlowHandle> {
   const plan = planBatch(input, buildContext(deps));
   const client = input.client;
   const { flowId, completion } = await inTransaction(deps.store, client, async (tx) => {

@@ -8,6 +8,7 @@ export type {
   BatchInput,
   ChainStep,
   CompletionJob,
+  CompletionPayload,
   FlowCompletion,
   FlowJobOptions,
   FlowOptions,

@@ -8,6 +8,7 @@ import { ValidationError } from "../errors.js";
 import { resolveRetryPolicy, type RetryPolicy } from "../logic/backoff.js";
 import { resolvePriority, type Priority } from "../priority.js";
 import type { JobContext } from "./job-context.js";
+import { isStandardSchema, schemaValidator, type StandardSchema } from "../standard-schema.js";
 
 /** A job handler: receives the payload and the attempt's context; its return value is the job's result. */
 export type Handler<P = unknown, R = unknown> = (payload: P, ctx: JobContext) => R | Promise<R>;
@@ -27,8 +28,13 @@ export interface RegisterOptions<P = unknown> {
   service?: string;
   /** A resource whose cluster-wide permits (capacity from config `resources`) each attempt holds. */
   resource?: string;
-  /** Checks the payload at enqueue and before each attempt; a rejected payload is never run. */
-  validate?: PayloadValidator;
+  /**
+   * Checks the payload at enqueue and before each attempt; a rejected payload is never run. A function
+   * (throw, or return false or a message, to reject), or a Standard Schema (zod, valibot, arktype, ...),
+   * which also gives the handler's payload type when the task map declares none. A schema must validate
+   * synchronously: one that answers with a Promise rejects the payload (see src/standard-schema.ts).
+   */
+  validate?: PayloadValidator | StandardSchema<P, unknown>;
   /** The default queue of the type's jobs. */
   queue?: string;
   /** The default priority of the type's jobs. */
@@ -98,10 +104,17 @@ export function resolveJobType(type: string, handler: unknown, options: Register
     if (!keys.has(k))
       throw new ValidationError("UNKNOWN_OPTION", `unknown register option ${JSON.stringify(k)} for ${type}`);
   }
-  for (const fn of ["validate", "nonRetryable"] as const) {
-    if (options[fn] !== undefined && typeof options[fn] !== "function") {
-      throw new ValidationError("INVALID_OPTION", `${fn} of ${type} must be a function`);
-    }
+  // The one place a validator is normalised: a Standard Schema becomes a validator function here, so
+  // enqueue, flows, schedules, pawl/testing and the attempt's payload check all run a function.
+  const validate = isStandardSchema(options.validate) ? schemaValidator(options.validate) : options.validate;
+  if (validate !== undefined && typeof validate !== "function") {
+    throw new ValidationError(
+      "INVALID_OPTION",
+      `validate of ${type} must be a function or a Standard Schema (zod, valibot, arktype, ...)`,
+    );
+  }
+  if (options.nonRetryable !== undefined && typeof options.nonRetryable !== "function") {
+    throw new ValidationError("INVALID_OPTION", `nonRetryable of ${type} must be a function`);
   }
   const retry = options.retry;
   if (options.priority !== undefined) resolvePriority(options.priority);
@@ -113,7 +126,7 @@ export function resolveJobType(type: string, handler: unknown, options: Register
     retry: typeof retry === "function" ? retry : resolveRetryPolicy(retry),
     service: label("service", options.service),
     resource: label("resource", options.resource),
-    validate: options.validate,
+    validate,
     queue: options.queue === undefined ? undefined : validateQueueName(options.queue),
     priority: options.priority,
     nonRetryable: options.nonRetryable,

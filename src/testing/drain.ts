@@ -10,12 +10,13 @@ import { PawlError } from "../errors.js";
 import type { Pawl } from "../pawl.js";
 import type { ClaimedJob } from "../store/claim-jobs.js";
 import { registeredTypes } from "./internals.js";
+import type { PawlTasks, TaskName } from "../task-map.js";
 import { runAttempt, type AttemptResult } from "./run-attempt.js";
 
 /** Options of {@link drain}. */
-export interface DrainOptions {
+export interface DrainOptions<Tasks = PawlTasks> {
   /** Only jobs of these types (each must have a handler on this Pawl). Default: every registered type. */
-  types?: readonly string[];
+  types?: readonly TaskName<Tasks>[];
   /**
    * Run what is due at this time: a future time also runs jobs scheduled until then (delayed jobs,
    * retries, snoozes). Default: the database's now().
@@ -59,7 +60,10 @@ const claimBatch = 500;
  * await drain(pawl, { types: ["report.build"], now: new Date(Date.now() + 3_600_000) });
  * ```
  */
-export async function drain(pawl: Pawl, options: DrainOptions = {}): Promise<DrainResult> {
+export async function drain<Tasks extends object>(
+  pawl: Pawl<Tasks>,
+  options: DrainOptions<Tasks> = {},
+): Promise<DrainResult> {
   const registered = registeredTypes(pawl);
   const types = options.types ? [...options.types] : [...registered.keys()];
   for (const t of types) {

@@ -11,6 +11,7 @@ import { EmbeddedPool } from "../embedded/embedded-pool.js";
 import { EMBEDDED_MEMORY_URL } from "../embedded/embedded-url.js";
 import { embeddedTemplate } from "../embedded/embedded-template.js";
 import type { EmbeddedDatabase } from "../embedded/embedded-database.js";
+import type { PawlTasks } from "../task-map.js";
 
 /**
  * A fresh in-memory embedded database for a test. Share it between several pawl instances (nodes of one
@@ -32,9 +33,9 @@ export async function embeddedDatabase(): Promise<EmbeddedDatabase> {
 }
 
 /** What {@link embeddedPawl} returns. */
-export interface EmbeddedPawl {
+export interface EmbeddedPawl<Tasks extends object = PawlTasks> {
   /** A migrated pawl (not started: register handlers, then `start()`). */
-  readonly pawl: Pawl;
+  readonly pawl: Pawl<Tasks>;
   /** Its database: `database.pool` runs your own statements and transactions. */
   readonly database: EmbeddedDatabase;
   /** Closes the pawl (stopping it if started), and the database if this call opened it. */
@@ -57,14 +58,14 @@ export interface EmbeddedPawl {
  * await close();
  * ```
  */
-export async function embeddedPawl(
+export async function embeddedPawl<Tasks extends object = PawlTasks>(
   config: Omit<PawlConfig, "connectionString" | "pool"> = {},
   database?: EmbeddedDatabase,
-): Promise<EmbeddedPawl> {
+): Promise<EmbeddedPawl<Tasks>> {
   const db = database ?? (await embeddedDatabase());
-  let pawl: Pawl;
+  let pawl: Pawl<Tasks>;
   try {
-    pawl = new Pawl({ ...config, pool: db.pool });
+    pawl = new Pawl<Tasks>({ ...config, pool: db.pool });
     await pawl.migrate();
   } catch (error) {
     if (database === undefined) await db.close();

@@ -14,36 +14,52 @@ import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Queryable } from "../store/sql.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
 import { describeMatcher, matches, type PayloadMatcher } from "./match.js";
+import type { IsTyped, PawlTasks, TaskName, TaskPayload } from "../task-map.js";
 
-/** One recorded enqueue. */
-export interface RecordedEnqueue {
+/** One recorded enqueue (with a task map, a union over its job types, each with its payload). */
+export type RecordedEnqueue<
+  Tasks = PawlTasks,
+  K extends TaskName<Tasks> = TaskName<Tasks>,
+> = K extends unknown ? RecordedEnqueueOf<K, TaskPayload<Tasks, K>> : never;
+
+/** A recorded enqueue of job type `K` with payload `P`. */
+export interface RecordedEnqueueOf<K extends string = string, P = unknown> {
   /** The job type. */
-  type: string;
+  type: K;
   /** The payload as the handler would receive it (after the JSON round trip; `{}` when none was given). */
-  payload: unknown;
+  payload: P;
   /** The enqueue options as given, without `client`. */
   options: Omit<EnqueueOptions, "client">;
   /** Whether the enqueue was made in a caller's transaction (`client` was given). */
   inTransaction: boolean;
   /** What enqueue returned: a PENDING job with a made-up id. */
-  job: EnqueuedJob;
+  job: EnqueuedJob<P>;
 }
 
-/** What {@link fake} returns. */
-export interface EnqueueRecorder {
+/** The matcher {@link EnqueueRecorder.assertEnqueued} takes for `K`: over the map's payload, else `P`. */
+type MatcherOf<Tasks, K, P> = PayloadMatcher<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P>;
+
+/** What {@link fake} returns. With a task map, job types and payload matchers are typed by it. */
+export interface EnqueueRecorder<Tasks = PawlTasks> {
   /** Every enqueue since fake() (or the last clear()), in call order; enqueueMany adds one per item. */
-  readonly enqueued: readonly RecordedEnqueue[];
+  readonly enqueued: readonly RecordedEnqueue<Tasks>[];
   /** The recorded enqueues of one type. */
-  enqueuedOf(type: string): RecordedEnqueue[];
+  enqueuedOf<K extends TaskName<Tasks>>(type: K): RecordedEnqueue<Tasks, K>[];
   /**
    * Asserts that a job of `type` was enqueued, with a payload matching `matcher` when given (a subset
    * pattern, or a predicate); returns the first match.
    *
    * @throws AssertionError listing what was enqueued.
    */
-  assertEnqueued<P = unknown>(type: string, matcher?: PayloadMatcher<P>): RecordedEnqueue;
+  assertEnqueued<P = unknown, K extends TaskName<Tasks> = TaskName<Tasks>>(
+    type: K,
+    matcher?: MatcherOf<Tasks, K, P>,
+  ): RecordedEnqueue<Tasks, K>;
   /** Asserts that no job of `type` (with a matching payload, when given) was enqueued. */
-  assertNotEnqueued<P = unknown>(type: string, matcher?: PayloadMatcher<P>): void;
+  assertNotEnqueued<P = unknown, K extends TaskName<Tasks> = TaskName<Tasks>>(
+    type: K,
+    matcher?: MatcherOf<Tasks, K, P>,
+  ): void;
   /** Forgets what was recorded. */
   clear(): void;
   /** Puts the instance's own enqueue methods back. Idempotent. */
@@ -76,7 +92,17 @@ function fakeJob(job: NewJob, id: number, now: Date): EnqueuedJob {
   };
 }
 
-function listing(records: readonly RecordedEnqueue[]): string {
+/** The recorder as implemented: untyped, whatever the instance's task map. */
+interface UntypedRecorder {
+  readonly enqueued: readonly RecordedEnqueueOf[];
+  enqueuedOf(type: string): RecordedEnqueueOf[];
+  assertEnqueued(type: string, matcher?: PayloadMatcher): RecordedEnqueueOf;
+  assertNotEnqueued(type: string, matcher?: PayloadMatcher): void;
+  clear(): void;
+  restore(): void;
+}
+
+function listing(records: readonly RecordedEnqueueOf[]): string {
   if (records.length === 0) return "nothing was enqueued";
   return "enqueued:\n" + records.map((r) => `  ${r.type} ${JSON.stringify(r.payload)}`).join("\n");
 }
@@ -103,7 +129,7 @@ function listing(records: readonly RecordedEnqueue[]): string {
  * });
  * ```
  */
-export function fake(client: PawlClient): EnqueueRecorder;
+export function fake<Tasks extends object>(client: PawlClient<Tasks>): EnqueueRecorder<Tasks>;
 /**
  * Runs `block` with enqueues recorded, then restores the instance (also when `block` throws).
  *
@@ -115,12 +141,15 @@ export function fake(client: PawlClient): EnqueueRecorder;
  * });
  * ```
  */
-export function fake<T>(client: PawlClient, block: (recorder: EnqueueRecorder) => T | Promise<T>): Promise<T>;
-export function fake<T>(
-  client: PawlClient,
-  block?: (recorder: EnqueueRecorder) => T | Promise<T>,
-): EnqueueRecorder | Promise<T> {
-  let records: RecordedEnqueue[] = [];
+export function fake<T, Tasks extends object = PawlTasks>(
+  client: PawlClient<Tasks>,
+  block: (recorder: EnqueueRecorder<Tasks>) => T | Promise<T>,
+): Promise<T>;
+export function fake<T, Tasks extends object>(
+  client: PawlClient<Tasks>,
+  block?: (recorder: EnqueueRecorder<Tasks>) => T | Promise<T>,
+): EnqueueRecorder<Tasks> | Promise<T> {
+  let records: RecordedEnqueueOf[] = [];
   let nextId = 1;
   const types = () => registeredTypes(client);
   const build = (type: string, payload: unknown, options: EnqueueOptions | undefined): NewJob => {
@@ -164,7 +193,7 @@ export function fake<T>(
     },
   }));
 
-  const recorder: EnqueueRecorder = {
+  const recorder: UntypedRecorder = {
     get enqueued() {
       return records;
     },
@@ -193,10 +222,12 @@ export function fake<T>(
     },
     restore,
   };
-  if (!block) return recorder;
+  // The records are the untyped view of what was enqueued; the task map only types what the caller reads.
+  const typed = recorder as unknown as EnqueueRecorder<Tasks>;
+  if (!block) return typed;
   return (async () => {
     try {
-      return await block(recorder);
+      return await block(typed);
     } finally {
       restore();
     }

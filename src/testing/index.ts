@@ -25,7 +25,7 @@
  * ```
  */
 export { fake } from "./fake.js";
-export type { EnqueueRecorder, RecordedEnqueue } from "./fake.js";
+export type { EnqueueRecorder, RecordedEnqueue, RecordedEnqueueOf } from "./fake.js";
 export { inline } from "./inline.js";
 export type { InlineMode, InlineOptions } from "./inline.js";
 export { drain } from "./drain.js";

@@ -21,6 +21,7 @@ import type { Pawl } from "../pawl.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Queryable } from "../store/sql.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
+import type { PawlTasks } from "../task-map.js";
 import { runAttempt, type AttemptResult } from "./run-attempt.js";
 
 /** Options of {@link inline}. */
@@ -75,7 +76,7 @@ const depth = new AsyncLocalStorage<number>();
  * await mode.restore();
  * ```
  */
-export function inline(pawl: Pawl, options?: InlineOptions): InlineMode;
+export function inline<Tasks extends object>(pawl: Pawl<Tasks>, options?: InlineOptions): InlineMode;
 /**
  * Runs `block` with jobs run inline, then flushes and restores (also when `block` throws).
  *
@@ -89,13 +90,13 @@ export function inline(pawl: Pawl, options?: InlineOptions): InlineMode;
  * });
  * ```
  */
-export function inline<T>(
-  pawl: Pawl,
+export function inline<T, Tasks extends object = PawlTasks>(
+  pawl: Pawl<Tasks>,
   block: (mode: InlineMode) => T | Promise<T>,
   options?: InlineOptions,
 ): Promise<T>;
-export function inline<T>(
-  pawl: Pawl,
+export function inline<T, Tasks extends object>(
+  pawl: Pawl<Tasks>,
   blockOrOptions?: ((mode: InlineMode) => T | Promise<T>) | InlineOptions,
   maybeOptions?: InlineOptions,
 ): InlineMode | Promise<T> {

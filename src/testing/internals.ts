@@ -8,9 +8,20 @@ import type { PawlClient } from "../client.js";
 import { Pawl } from "../pawl.js";
 import type { JobType } from "../runtime/registry.js";
 import type { ResolvedRuntimeOptions } from "../runtime/runtime-config.js";
+import type { UntypedTasks } from "../task-map.js";
+
+/**
+ * An instance whatever its task map: the map only types calls, so the helpers below, which make none on
+ * the user's behalf, take any.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
+export type AnyPawlClient = PawlClient<any>;
+/** A node whatever its task map (see {@link AnyPawlClient}). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see AnyPawlClient
+export type AnyPawl = Pawl<any>;
 
 /** The registered types of a Pawl (an empty map for a bare PawlClient, which has no handlers). */
-export function registeredTypes(client: PawlClient): ReadonlyMap<string, JobType> {
+export function registeredTypes(client: AnyPawlClient): ReadonlyMap<string, JobType> {
   if (!(client instanceof Pawl)) return new Map();
   const types = new Map<string, JobType>();
   for (const name of client.registeredTypes) {
@@ -21,14 +32,14 @@ export function registeredTypes(client: PawlClient): ReadonlyMap<string, JobType
 }
 
 /** The runtime options the node runs with (timeouts, watchdog): the ones its config resolved. */
-export function runtimeOptionsOf(pawl: Pawl): ResolvedRuntimeOptions {
+export function runtimeOptionsOf(pawl: AnyPawl): ResolvedRuntimeOptions {
   return pawl.config.runtimeOptions;
 }
 
 /** The enqueue methods fake() and inline() replace on an instance. */
-export type EnqueueMethods = Pick<PawlClient, "enqueue" | "enqueueMany">;
+export type EnqueueMethods = Pick<PawlClient<UntypedTasks>, "enqueue" | "enqueueMany">;
 
-const installed = new WeakMap<PawlClient, string>();
+const installed = new WeakMap<AnyPawlClient, string>();
 
 /**
  * Replaces `enqueue` and `enqueueMany` on this one instance (own properties shadowing the prototype's) and
@@ -36,7 +47,7 @@ const installed = new WeakMap<PawlClient, string>();
  * mode on the same instance is refused: restore the first one.
  */
 export function patchEnqueue(
-  client: PawlClient,
+  client: AnyPawlClient,
   mode: string,
   make: (original: EnqueueMethods) => EnqueueMethods,
 ): () => void {

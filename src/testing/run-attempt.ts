@@ -8,7 +8,6 @@
  */
 import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "../events.js";
 import { runValidator } from "../enqueue-input.js";
-import type { Pawl } from "../pawl.js";
 import { watchdogSchedule } from "../logic/watchdog-schedule.js";
 import type { TaskOutcome } from "../machines/job-task-machine.js";
 import { finishAttempt } from "../runtime/finish-attempt.js";
@@ -19,7 +18,7 @@ import { jobInfo, type JobRun } from "../runtime/job-run.js";
 import type { JobType } from "../runtime/registry.js";
 import type { ClaimedJob } from "../store/claim-jobs.js";
 import { DirectWriter } from "./direct-writer.js";
-import { runtimeOptionsOf } from "./internals.js";
+import { runtimeOptionsOf, type AnyPawl } from "./internals.js";
 
 /**
  * How an attempt run by inline() or drain() ended, as recorded in the store:
@@ -88,7 +87,7 @@ class RecordingEmitter extends PawlEventEmitter {
  * that claimed it). Resolves once the outcome is written; rejects only when the write fails.
  */
 export async function runAttempt(
-  pawl: Pawl,
+  pawl: AnyPawl,
   claimed: ClaimedJob,
   type: JobType,
   nodeId: string,
@@ -171,7 +170,7 @@ function runHandler(
   ctx: JobContext,
   timeoutMs: number,
   watchdog: Parameters<typeof watchdogSchedule>[2],
-  pawl: Pawl,
+  pawl: AnyPawl,
   events: PawlEventEmitter,
 ): Promise<TaskOutcome> {
   const { clock } = pawl.config;
