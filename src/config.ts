@@ -11,7 +11,7 @@ import type { Coordinator } from "../coordinators/spi.js";
 import { systemClock, type Clock } from "./clock.js";
 import { ValidationError } from "./errors.js";
 import { describeValue, storableText } from "./input-text.js";
-import { guardLogger, silentLogger, type Logger } from "./logger.js";
+import { guardLogger, silentLogger, type HostLogger, type Logger } from "./logger.js";
 import { defaultMaxPayloadBytes } from "./payload.js";
 import { defaultSchema, validateSchemaName } from "./store/schema-name.js";
 import { intOption } from "./int-option.js";
@@ -108,7 +108,7 @@ export interface PawlConfig extends RuntimeOptions {
    */
   coordinator?: string | Coordinator;
   /** Where pawl logs. Default: silent. */
-  logger?: Logger;
+  logger?: HostLogger;
   /** The clock for in-process timers and machine delays (tests pass a ManualClock). */
   clock?: Clock;
 }

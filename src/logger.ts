@@ -1,6 +1,8 @@
 /**
  * The logging seam. pawl never writes to the console on its own except through {@link consoleLogger};
- * hosts pass their own logger (pino, winston, ...) by adapting it to this four-method shape.
+ * hosts pass their own logger. pawl calls `level(message, fields)`: `console` and winston take that shape
+ * as they are (see {@link HostLogger}; a missing `child` is made up by {@link guardLogger}), and pino,
+ * which takes `(fields, message)`, goes through {@link pinoLogger}.
  */
 
 /** Structured fields attached to a log line. */
@@ -14,6 +16,47 @@ export interface Logger {
   error(message: string, fields?: LogFields): void;
   /** Returns a logger whose lines carry `fields` too. */
   child(fields: LogFields): Logger;
+}
+
+/**
+ * What `logger` in the config accepts: a {@link Logger} whose `child` may be missing (`console` has none;
+ * pawl then binds the fields itself, see {@link guardLogger}).
+ *
+ * @example
+ * ```ts
+ * const pawl = createPawl({ logger: console });
+ * ```
+ */
+export type HostLogger = Omit<Logger, "child"> & { child?: (fields: LogFields) => unknown };
+
+/** The part of a pino logger {@link pinoLogger} uses: `(fields, message)` methods and `child`. */
+export interface PinoLike {
+  debug(fields: LogFields, message: string): void;
+  info(fields: LogFields, message: string): void;
+  warn(fields: LogFields, message: string): void;
+  error(fields: LogFields, message: string): void;
+  child(fields: LogFields): PinoLike;
+}
+
+/**
+ * Adapts a pino logger: pawl's `(message, fields)` becomes pino's `(fields, message)` (given to pino as
+ * they are, pino would read the fields as format arguments and drop them), and `child` is pino's own, so
+ * bound fields are serialised once by pino.
+ *
+ * @example
+ * ```ts
+ * import pino from "pino";
+ * const pawl = createPawl({ logger: pinoLogger(pino()) });
+ * ```
+ */
+export function pinoLogger(pino: PinoLike): Logger {
+  return {
+    debug: (m, f) => pino.debug(f ?? {}, m),
+    info: (m, f) => pino.info(f ?? {}, m),
+    warn: (m, f) => pino.warn(f ?? {}, m),
+    error: (m, f) => pino.error(f ?? {}, m),
+    child: (fields) => pinoLogger(pino.child(fields)),
+  };
 }
 
 type Level = "debug" | "info" | "warn" | "error";
@@ -69,7 +112,7 @@ export const silentLogger: Logger = {
  * log.warn("never throws"); // even if hostLogger.warn does
  * ```
  */
-export function guardLogger(logger: Logger, bound: LogFields = {}): Logger {
+export function guardLogger(logger: HostLogger, bound: LogFields = {}): Logger {
   const hasBound = Object.keys(bound).length > 0;
   const call =
     (level: Level) =>
@@ -87,7 +130,7 @@ export function guardLogger(logger: Logger, bound: LogFields = {}): Logger {
     error: call("error"),
     child: (fields) => {
       try {
-        const child = logger.child(fields);
+        const child = logger.child?.(fields);
         if (isLogger(child)) return guardLogger(child, bound);
       } catch {
         // fall through: the parent with the fields bound
