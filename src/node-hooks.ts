@@ -172,6 +172,8 @@ export class NodeHooks implements ClientHooks {
     const coordinator = this.coordinatorPromise;
     this.coordinatorPromise = null;
     this.coordinatorReady = null;
-    if (coordinator) await (await coordinator).close().catch(() => {});
+    // A coordinator that failed to load (a missing package, a bad config) has nothing to close, and its
+    // failure was reported by start(): close() must not throw it a second time.
+    if (coordinator) await coordinator.then((c) => c.close()).catch(() => {});
   }
 }

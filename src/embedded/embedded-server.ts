@@ -16,6 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { EmbeddedLocation } from "./embedded-url.js";
+import { importOptional } from "../errors.js";
 
 /** Where the embedded server listens, in pg's terms: `host` is the socket's directory on POSIX. */
 export interface EmbeddedEndpoint {
@@ -57,9 +58,14 @@ export async function startEmbeddedServer(
   endpoint: EmbeddedEndpoint,
   options: EmbeddedServerOptions = {},
 ): Promise<EmbeddedServer> {
+  // Optional peers: a user who never opens an embedded database does not install them.
   const [{ PGlite }, { PGLiteSocketServer }] = await Promise.all([
-    import("@electric-sql/pglite"),
-    import("@electric-sql/pglite-socket"),
+    importOptional("@electric-sql/pglite", "the embedded database", () => import("@electric-sql/pglite")),
+    importOptional(
+      "@electric-sql/pglite-socket",
+      "the embedded database",
+      () => import("@electric-sql/pglite-socket"),
+    ),
   ]);
   const db = await PGlite.create({
     ...(location.kind === "directory" ? { dataDir: location.dataDir } : {}),

@@ -3,12 +3,18 @@
  * (PGlite's `loadDataDir`): about 0.5 s a database instead of the 3-4 s initdb takes. For test suites
  * that open many databases; an application opens one and gains nothing, so only pawl/testing uses it.
  */
+import { importOptional } from "../errors.js";
+
 let template: Promise<Blob> | undefined;
 
 /** The process's template (made on first use: one initdb, then a dump of about 40 MB kept in memory). */
 export function embeddedTemplate(): Promise<Blob> {
   template ??= (async () => {
-    const { PGlite } = await import("@electric-sql/pglite");
+    const { PGlite } = await importOptional(
+      "@electric-sql/pglite",
+      "the embedded database",
+      () => import("@electric-sql/pglite"),
+    );
     const db = await PGlite.create();
     try {
       return await db.dumpDataDir("none");

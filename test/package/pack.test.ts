@@ -32,7 +32,14 @@ const repoPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
   devDependencies: Record<string, string>;
   peerDependencies: Record<string, string>;
 };
-const optionalPeers = ["amqplib", "hazelcast-client", "pg-listen", "prom-client"];
+const optionalPeers = [
+  "@electric-sql/pglite",
+  "@electric-sql/pglite-socket",
+  "amqplib",
+  "hazelcast-client",
+  "pg-listen",
+  "prom-client",
+];
 
 // npm_* variables from an outer `npm test` (prefix, cache, lifecycle event) must not steer the inner npm.
 const env = Object.fromEntries(
