@@ -4,9 +4,13 @@
  *
  * States:
  * - `idle`: not started.
- * - `polling`: a claim is in flight (`claim`). Only one at a time. A wakeup that arrives now is kept
- *   (`wakePending`) and causes another poll right after this one.
- * - `dispatching` (transient): the claimed jobs are handed to the slots (`dispatch`).
+ * - `polling`: one or two claims are in flight (`claim`; `inFlight` counts them). Entering starts one. While
+ *   it is out, the buffer running low (`SLOT_FREED` with the buffer at or below the claim-ahead mark, room
+ *   left after what the claims in flight reserved, and the last claim full) starts a second one, so the
+ *   next batch is on its way before the buffer runs dry: never more than two. Each claim reports
+ *   `CLAIMED` or `CLAIM_FAILED`; the one that is not the last dispatches (or counts its failure) and
+ *   stays. A wakeup that arrives now is kept (`wakePending`) and causes another poll right after the last.
+ * - `dispatching` (transient): the last claim's jobs are handed to the slots (`dispatch`).
  * - `waiting`: sleeping for the adaptive delay (`pollDelay`, from the polling strategy), cut short to end
  *   at the earliest due time the runtime knows of (a retry, snooze or delayed enqueue this node wrote:
  *   `dueAt` of `CLAIMED`, or a `DUE` that ends the wait sooner re-arms it). Left early by a wakeup
@@ -40,9 +44,17 @@ export interface PollerContext {
   /** Whether the last claim filled its limit (more work is likely). */
   lastFull: boolean;
   wakePending: boolean;
+  /** Claims started and not reported yet (0 outside `polling`, at most {@link maxClaimsInFlight}). */
+  inFlight: number;
   polls: number;
   consecutiveErrors: number;
 }
+
+/**
+ * The most claims in flight at once: one to cover the buffer running dry while the other lands. A third
+ * would only hold more rows locked and more connections for a batch the slots cannot reach yet.
+ */
+export const maxClaimsInFlight = 2;
 
 /** Events the poller accepts. */
 export type PollerEvent =
@@ -66,8 +78,24 @@ export type PollerEvent =
   | { type: "DRAIN" }
   | { type: "STOP" };
 
+/** What a `CLAIMED` tells the poller: the claim's size, the strategy's next delay, the known due time. */
+function recordClaim({ event }: { event: PollerEvent }): Partial<PollerContext> {
+  if (event.type !== "CLAIMED") return {};
+  return {
+    lastClaimed: event.claimed,
+    lastLimit: event.limit,
+    lastFull: event.limit > 0 && event.claimed >= event.limit,
+    delayMs: event.at === undefined ? event.delayMs : capDelay(event.delayMs, event.dueAt, event.at),
+    baseDelayMs: event.delayMs,
+    dueAt: event.dueAt ?? null,
+    waitFrom: event.at ?? null,
+    mode: event.mode,
+    consecutiveErrors: 0,
+  };
+}
+
 /**
- * The poller machine. Supply `claim`, `dispatch` and the `hasRoom` guard with `.provide()`.
+ * The poller machine. Supply `claim`, `dispatch` and the `hasRoom` and `bufferLow` guards with `.provide()`.
  */
 export const pollerMachine = setup({
   types: { context: {} as PollerContext, events: {} as PollerEvent, input: {} as { delayMs: number } },
@@ -77,6 +105,10 @@ export const pollerMachine = setup({
   },
   guards: {
     hasRoom: () => true,
+    /** Supplied: the buffer is at or below the claim-ahead mark (time to have the next batch on its way). */
+    bufferLow: () => true,
+    canOverlap: ({ context }) => context.inFlight < maxClaimsInFlight,
+    othersInFlight: ({ context }) => context.inFlight > 1,
     wakePending: ({ context }) => context.wakePending,
     backlogLikely: ({ context }) => context.lastFull,
     dueSooner: ({ context, event }) =>
@@ -97,6 +129,7 @@ export const pollerMachine = setup({
     lastLimit: 0,
     lastFull: false,
     wakePending: false,
+    inFlight: 0,
     polls: 0,
     consecutiveErrors: 0,
   }),
@@ -106,41 +139,65 @@ export const pollerMachine = setup({
       on: { START: "polling", STOP: "stopped", DRAIN: "draining" },
     },
     polling: {
-      entry: [assign({ wakePending: false, polls: ({ context }) => context.polls + 1 }), "claim"],
+      entry: [
+        assign({ wakePending: false, inFlight: 1, polls: ({ context }) => context.polls + 1 }),
+        "claim",
+      ],
       on: {
-        CLAIMED: {
-          target: "dispatching",
-          actions: assign(({ event }) => ({
-            lastClaimed: event.claimed,
-            lastLimit: event.limit,
-            lastFull: event.limit > 0 && event.claimed >= event.limit,
-            delayMs: event.at === undefined ? event.delayMs : capDelay(event.delayMs, event.dueAt, event.at),
-            baseDelayMs: event.delayMs,
-            dueAt: event.dueAt ?? null,
-            waitFrom: event.at ?? null,
-            mode: event.mode,
-            consecutiveErrors: 0,
-          })),
-        },
-        CLAIM_FAILED: {
-          target: "waiting",
-          actions: assign(({ context, event }) => {
-            // A due time does not shorten the error backoff: the database is what failed.
-            const delayMs = backoffDelayMs(context.consecutiveErrors + 1, {
-              baseMs: 500,
-              factor: 2,
-              maxMs: 30_000,
-              jitter: 0,
-            });
-            return {
+        CLAIMED: [
+          {
+            // Another claim is still out: hand these jobs to the slots now and wait for it.
+            guard: "othersInFlight",
+            actions: [
+              assign(recordClaim),
+              assign({ inFlight: ({ context }) => context.inFlight - 1 }),
+              "dispatch",
+            ],
+          },
+          { target: "dispatching", actions: [assign(recordClaim), assign({ inFlight: 0 })] },
+        ],
+        CLAIM_FAILED: [
+          {
+            // The other claim may still bring jobs; the backoff starts if it fails too.
+            guard: "othersInFlight",
+            actions: assign(({ context }) => ({
+              inFlight: context.inFlight - 1,
               consecutiveErrors: context.consecutiveErrors + 1,
               lastFull: false,
-              delayMs,
-              baseDelayMs: delayMs,
-              dueAt: null,
-              waitFrom: event.at ?? null,
-            };
-          }),
+            })),
+          },
+          {
+            target: "waiting",
+            actions: assign(({ context, event }) => {
+              // A due time does not shorten the error backoff: the database is what failed.
+              const delayMs = backoffDelayMs(context.consecutiveErrors + 1, {
+                baseMs: 500,
+                factor: 2,
+                maxMs: 30_000,
+                jitter: 0,
+              });
+              return {
+                inFlight: 0,
+                consecutiveErrors: context.consecutiveErrors + 1,
+                lastFull: false,
+                delayMs,
+                baseDelayMs: delayMs,
+                dueAt: null,
+                waitFrom: event.type === "CLAIM_FAILED" ? (event.at ?? null) : null,
+              };
+            }),
+          },
+        ],
+        // Claim ahead: the buffer runs low while a claim is out and the last one came back full.
+        SLOT_FREED: {
+          guard: and(["canOverlap", "bufferLow", "hasRoom", "backlogLikely"]),
+          actions: [
+            assign({
+              inFlight: ({ context }) => context.inFlight + 1,
+              polls: ({ context }) => context.polls + 1,
+            }),
+            "claim",
+          ],
         },
         WAKE: { actions: assign({ wakePending: true }) },
         DRAIN: "draining",

@@ -1,8 +1,10 @@
 /**
  * The poller's `claim` effect and what follows it: every lane with room claims (lane-claim.ts), the jobs
  * go into their lanes (or straight back when the node drains meanwhile), the strategy hears the sample,
- * and the poller gets `CLAIMED` with the next delay, or `CLAIM_FAILED` to back off. One cycle at a time
- * (the poller never overlaps them); stop() waits for the one in flight.
+ * and the poller gets `CLAIMED` with the next delay, or `CLAIM_FAILED` to back off. The poller may start a
+ * second cycle while one is out (claim ahead, docs/machines/poller.md): each reserves what it asks of the
+ * lanes until its rows land, and each reports on its own. stop() waits for every cycle in flight
+ * ({@link ClaimCycle.inFlight}).
  */
 import type { AnyActorRef } from "xstate";
 import type { Clock } from "../clock.js";
@@ -12,7 +14,7 @@ import type { PollingStrategyContext } from "../machines/polling-strategy-actor.
 import { sortClaimOrder, type ClaimedJob } from "../store/claim-jobs.js";
 import type { DueNotes } from "./due-notes.js";
 import { jobInfo } from "./job-run.js";
-import { claimLanes, type LaneBatch } from "./lane-claim.js";
+import { claimLanes, reserveLanes, type LaneBatch } from "./lane-claim.js";
 import type { NodeLanes } from "./lanes.js";
 
 /** The largest batch one claim takes (bigger batches hold row locks longer for little gain). */
@@ -40,10 +42,15 @@ export interface ClaimCycleDeps {
 
 /** Runs the node's claims. */
 export class ClaimCycle {
-  /** The claim whose result is not handled yet. */
-  inFlight: Promise<void> | null = null;
+  /** Claims whose results are not handled yet (at most two: the poller caps them). */
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(private readonly d: ClaimCycleDeps) {}
+
+  /** Settles once every claim in flight now has been handled; null when none is. */
+  inFlight(): Promise<void> | null {
+    return this.pending.size === 0 ? null : Promise.all(this.pending).then(() => {});
+  }
 
   /** Every lane with room claims up to its room (at most 500), and the poller hears back. */
   claim(): void {
@@ -57,15 +64,20 @@ export class ClaimCycle {
     }
     // This poll looks at the levels whose known due times have come (claimers that seek look there).
     const due = d.dues.take(started);
-    const settled = claimLanes(lanes, {
+    const reservation = reserveLanes(lanes, maxClaimBatch);
+    const settled = claimLanes(reservation, {
       types,
       dueLevels: due.levels,
-      maxBatch: maxClaimBatch,
       onError: (lane, error) =>
         d.events.emit("error", { where: `claim (queue ${lane.queue})`, error: toError(error) }),
     }).then(
-      (c) => this.after(c.batches, c.limit, started),
+      (c) => {
+        // In the same step as the rows enter the lanes, so the room never counts them twice or not at all.
+        reservation.release();
+        this.after(c.batches, c.limit, started);
+      },
       (error: unknown) => {
+        reservation.release();
         // The rows did not move: their due times still stand for the poll after the backoff.
         d.dues.putBack(due.taken);
         d.logger.warn("claim failed; the poller backs off", { error: String(error) });
@@ -73,10 +85,8 @@ export class ClaimCycle {
         d.actor("poller")?.send({ type: "CLAIM_FAILED", error, at: d.clock.now() });
       },
     );
-    this.inFlight = settled;
-    void settled.finally(() => {
-      if (this.inFlight === settled) this.inFlight = null;
-    });
+    this.pending.add(settled);
+    void settled.finally(() => this.pending.delete(settled));
   }
 
   private after(batches: readonly LaneBatch[], limit: number, started: number): void {

@@ -40,6 +40,11 @@ export class Lane {
   readonly buffer = new Fifo<Buffered>();
   /** Jobs of this lane running now (counted by {@link NodeLanes.next}, given back by {@link release}). */
   running = 0;
+  /**
+   * Rows asked for by this lane's claims in flight: counted against its room until they land, so a claim
+   * started ahead never asks for what the one before it may bring (the buffer stays within its prefetch).
+   */
+  reserved = 0;
 
   /**
    * @param queue the queue this lane claims from, or null for every queue (the catch-all lane).
@@ -54,9 +59,9 @@ export class Lane {
     readonly claimer: Claimer,
   ) {}
 
-  /** What the lane can claim now: free slots plus prefetch, minus what it buffers. */
+  /** What the lane can claim now: free slots plus prefetch, minus what it buffers and its claims in flight ask. */
   get room(): number {
-    return Math.max(0, this.limit - this.running + this.prefetch - this.buffer.size);
+    return Math.max(0, this.limit - this.running + this.prefetch - this.buffer.size - this.reserved);
   }
 
   /** A job of this lane ended (or never started): one more free slot. */

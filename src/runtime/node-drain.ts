@@ -21,7 +21,7 @@ export interface NodeDrainDeps {
   writer: OutcomeWriter;
   /** Sends ABORT to every attempt not settled yet; returns how many. */
   abortRunning: () => number;
-  /** The claim in flight, if any. */
+  /** Settles when every claim in flight now has been handled; null when none is. */
   claimInFlight: () => Promise<void> | null;
 }
 
@@ -38,7 +38,7 @@ export async function drainNode(d: NodeDrainDeps, graceMs: number): Promise<numb
     d.clock.clearTimeout(timer);
     aborted = d.abortRunning();
   }
-  // A claim still in flight commits rows under this node: wait for it, so they are handed back through
+  // Claims still in flight commit rows under this node: wait for them, so they are handed back through
   // the writer below (and the pool is not closed under it).
   const claim = d.claimInFlight();
   if (claim) await Promise.race([claim, waitMs(d.clock, outcomeDrainLimitMs)]);

@@ -31,6 +31,7 @@ import { ClaimCycle } from "./claim-cycle.js";
 import { drainNode } from "./node-drain.js";
 import { WatchdogArming } from "./watchdog-arming.js";
 import { CancelCheck } from "./cancel-check.js";
+import { bufferMarks, type BufferMarks } from "./buffer-marks.js";
 
 /** What the runtime is built from. */
 export interface NodeRuntimeDeps {
@@ -69,8 +70,8 @@ export class NodeRuntime {
   /** Attempts in flight by job id. */
   private readonly runs = new Map<string, JobRun>();
   private stopping: Promise<number> | null = null;
-  private readonly lowWater: number;
-  /** The poller's claims (stop waits for the one in flight). */
+  private readonly marks: BufferMarks;
+  /** The poller's claims (stop waits for every one in flight). */
   private readonly claims: ClaimCycle;
   /** Arms the slots' watchdogs (most attempts end before they need one). */
   private readonly watchdogs: WatchdogArming;
@@ -86,7 +87,7 @@ export class NodeRuntime {
 
   constructor(readonly deps: NodeRuntimeDeps) {
     const { clock, logger, events } = deps;
-    this.lowWater = Math.max(1, Math.floor(deps.prefetch / 2));
+    this.marks = bufferMarks(deps.prefetch);
     this.writer = new OutcomeWriter(deps.store, deps.nodeId, clock, logger, deps.completionFlushMs, (error) =>
       events.emit("error", { where: "outcome-writer", error: toError(error) }),
     );
@@ -189,6 +190,7 @@ export class NodeRuntime {
       claim: () => this.claims.claim(),
       pump: () => this.pump(),
       hasRoom: () => this.room() > 0,
+      bufferLow: () => this.buffered <= this.marks.claimAhead,
     };
   }
 
@@ -235,7 +237,7 @@ export class NodeRuntime {
     return this.writer.pending;
   }
 
-  /** Room to claim into: every lane's free slots plus prefetch, minus what it buffers (0 while draining). */
+  /** Room to claim into: each lane's free slots plus prefetch, minus buffered and reserved (0 while draining). */
   room(): number {
     return this.draining ? 0 : this.lanes.room();
   }
@@ -362,15 +364,13 @@ export class NodeRuntime {
     }
   }
 
-  /** What follows finished attempts: pump the buffer, tell a waiting poller when it runs low, notify idleness. */
+  /** After finished attempts: pump; a low buffer tells a waiting or polling poller (it decides); idleness. */
   private readonly afterFinish = (): void => {
     this.afterFinishQueued = false;
     this.pump();
-    if (this.buffered <= this.lowWater) {
-      // Only a waiting poller can act on it; skip the event otherwise.
-      const poller = this.actor("poller");
-      if (poller?.getSnapshot().value === "waiting") poller.send({ type: "SLOT_FREED" });
-    }
+    const poller = this.buffered <= this.marks.lowWater ? this.actor("poller") : undefined;
+    const state: unknown = poller?.getSnapshot().value;
+    if (state === "waiting" || state === "polling") poller?.send({ type: "SLOT_FREED" });
     if (this.slots.busy === 0) this.slots.notifyIdle();
   };
 
@@ -396,7 +396,7 @@ export class NodeRuntime {
         slots: this.slots,
         writer: this.writer,
         abortRunning: () => this.abortRunning(),
-        claimInFlight: () => this.claims.inFlight,
+        claimInFlight: () => this.claims.inFlight(),
       },
       graceMs,
     );

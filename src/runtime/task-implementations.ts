@@ -77,6 +77,8 @@ export interface TaskHost {
   pump(): void;
   /** Whether there is room to claim into (none while draining). */
   hasRoom(): boolean;
+  /** Whether the buffer is at or below the claim-ahead mark (src/runtime/buffer-marks.ts). */
+  bufferLow(): boolean;
 }
 
 /** Builds the supplied implementations of the node's child actors. */
@@ -293,6 +295,7 @@ export function taskImplementations(host: TaskHost) {
     },
     guards: {
       hasRoom: () => host.hasRoom(),
+      bufferLow: () => host.bufferLow(),
     },
   });
 

@@ -98,7 +98,11 @@ export class CursorClaimer implements Claimer {
     return (await this.poll(limit, types, dueLevels)).jobs;
   }
 
-  /** One poll, reporting which pass ran. Polls are serialised (the poller never overlaps them anyway). */
+  /**
+   * One poll, reporting which pass ran. Polls are serialised: the poller may start a second claim while
+   * one is out (claim ahead), but each pass plans from the cursors and floors the pass before it left, so
+   * the second waits here and starts as soon as the first's statement returns.
+   */
   poll(limit: number, types: readonly string[], dueLevels: readonly number[] = []): Promise<PollReport> {
     const run = this.tail.then(
       () => this.pollNow(limit, types, dueLevels),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Lane, NodeLanes, prefetchShare, type Buffered } from "../../src/runtime/lanes.js";
-import { claimLanes } from "../../src/runtime/lane-claim.js";
+import { claimLanes, reserveLanes } from "../../src/runtime/lane-claim.js";
 import type { ClaimedJob } from "../../src/store/claim-jobs.js";
 import type { Claimer } from "../../src/store/claimer.js";
 
@@ -181,7 +181,6 @@ describe("claimLanes", () => {
   const options = (errors: [string | null, unknown][] = []) => ({
     types: ["t"],
     dueLevels: [5],
-    maxBatch: 3,
     onError: (lane: Lane, error: unknown) => void errors.push([lane.queue, error]),
   });
 
@@ -190,7 +189,7 @@ describe("claimLanes", () => {
     const cb = fakeClaimer(() => [claimed("b0", "b")]);
     const a = new Lane("a", 4, 4, ca);
     const b = new Lane("b", 1, 1, cb);
-    const r = await claimLanes([a, b], options());
+    const r = await claimLanes(reserveLanes([a, b], 3), options());
     expect(ca.calls).toEqual([{ limit: 3, types: ["t"], dueLevels: [5] }]);
     expect(cb.calls).toEqual([{ limit: 2, types: ["t"], dueLevels: [5] }]);
     expect(r.limit).toBe(5);
@@ -215,7 +214,7 @@ describe("claimLanes", () => {
       0,
       fakeClaimer(() => [claimed("b0", "b")]),
     );
-    const r = await claimLanes([a, b], options(errors));
+    const r = await claimLanes(reserveLanes([a, b], 3), options(errors));
     expect(r.batches.map((x) => x.lane.queue)).toEqual(["b"]);
     expect(errors).toEqual([["a", boom]]);
   });
@@ -229,7 +228,24 @@ describe("claimLanes", () => {
       0,
       fakeClaimer(() => boom),
     );
-    await expect(claimLanes([only], options(errors))).rejects.toBe(boom);
+    await expect(claimLanes(reserveLanes([only], 3), options(errors))).rejects.toBe(boom);
     expect(errors).toEqual([]);
+  });
+
+  it("a reservation counts against the lanes' room until released, so a poll ahead asks only for the rest", async () => {
+    const ca = fakeClaimer((n) => Array.from({ length: n }, (_, i) => claimed(`a${i}`, "a")));
+    const a = new Lane("a", 2, 8, ca); // room 10
+    const first = reserveLanes([a], 4);
+    expect([first.limit, a.reserved, a.room]).toEqual([4, 4, 6]);
+    const second = reserveLanes([a], 500);
+    expect([second.limit, a.reserved, a.room]).toEqual([6, 10, 0]);
+    expect(reserveLanes([a], 500).limit).toBe(0);
+    await claimLanes(second, options());
+    expect(ca.calls.map((c) => c.limit)).toEqual([6]);
+    second.release();
+    second.release(); // once only
+    expect([a.reserved, a.room]).toEqual([4, 6]);
+    first.release();
+    expect(a.room).toBe(10);
   });
 });

@@ -2,16 +2,21 @@ import { createActor, SimulatedClock } from "xstate";
 import { describe, expect, it, vi } from "vitest";
 import { pollerMachine } from "../../../src/machines/poller-machine.js";
 
-// The poller with `claim` and `dispatch` as spies and `hasRoom` read from a variable the test flips.
+// The poller with `claim` and `dispatch` as spies and `hasRoom` / `bufferLow` read from variables the test
+// flips (the buffer is not low unless a test says so, so only the claim-ahead tests start a second claim).
 // Delays run on xstate's SimulatedClock.
 
 function poller(delayMs = 2000) {
   const clock = new SimulatedClock();
   let room = true;
+  let low = false;
   const log: string[] = [];
   const claim = vi.fn(() => void log.push("claim"));
   const dispatch = vi.fn(() => void log.push("dispatch"));
-  const machine = pollerMachine.provide({ actions: { claim, dispatch }, guards: { hasRoom: () => room } });
+  const machine = pollerMachine.provide({
+    actions: { claim, dispatch },
+    guards: { hasRoom: () => room, bufferLow: () => low },
+  });
   const actor = createActor(machine, { clock, input: { delayMs } }).start();
   return {
     clock,
@@ -20,6 +25,7 @@ function poller(delayMs = 2000) {
     dispatch,
     log,
     setRoom: (r: boolean) => void (room = r),
+    setLow: (l: boolean) => void (low = l),
     value: () => actor.getSnapshot().value,
     ctx: () => actor.getSnapshot().context,
     /** Reports a claim result, as the runtime's afterClaim does. */
@@ -337,5 +343,110 @@ describe("poller: known due times", () => {
     p.actor.send({ type: "START" });
     p.actor.send({ type: "CLAIM_FAILED", error: new Error("down"), at: 0 });
     expect(p.ctx()).toMatchObject({ delayMs: 500, dueAt: null, waitFrom: 0 });
+  });
+});
+
+describe("poller: claim ahead (two claims in flight at most)", () => {
+  /** A poller whose first claim came back full and whose second is in flight. */
+  function withClaimOut() {
+    const p = poller();
+    p.actor.send({ type: "START" });
+    p.claimed(10, 10, 30_000); // full: a backlog is likely
+    p.actor.send({ type: "SLOT_FREED" }); // waiting -> polling
+    expect(p.value()).toBe("polling");
+    expect(p.ctx().inFlight).toBe(1);
+    return p;
+  }
+
+  it("a low buffer while a claim is out starts a second claim, and never a third", () => {
+    const p = withClaimOut();
+    p.actor.send({ type: "SLOT_FREED" });
+    expect(p.claim).toHaveBeenCalledTimes(2); // not low yet
+    p.setLow(true);
+    p.actor.send({ type: "SLOT_FREED" });
+    expect(p.value()).toBe("polling");
+    expect(p.claim).toHaveBeenCalledTimes(3);
+    expect(p.ctx()).toMatchObject({ inFlight: 2, polls: 3 });
+    p.actor.send({ type: "SLOT_FREED" });
+    expect(p.claim).toHaveBeenCalledTimes(3);
+    expect(p.ctx().inFlight).toBe(2);
+  });
+
+  it.each([
+    { room: false, full: true, starts: false },
+    { room: true, full: false, starts: false },
+    { room: true, full: true, starts: true },
+  ])("claims ahead only with room left and a full last claim: room $room, full $full", (c) => {
+    const p = poller();
+    p.actor.send({ type: "START" });
+    p.claimed(c.full ? 10 : 9, 10, 30_000);
+    p.actor.send({ type: "WAKE" }); // waiting -> polling, whatever the last claim
+    p.setLow(true);
+    p.setRoom(c.room);
+    p.actor.send({ type: "SLOT_FREED" });
+    expect(p.ctx().inFlight).toBe(c.starts ? 2 : 1);
+  });
+
+  it("each CLAIMED is handled on its own: the first dispatches and stays, the last leaves polling", () => {
+    const p = withClaimOut();
+    p.setLow(true);
+    p.actor.send({ type: "SLOT_FREED" });
+    p.log.length = 0;
+    p.claimed(7, 10, 30_000);
+    expect(p.value()).toBe("polling");
+    expect(p.log).toEqual(["dispatch"]);
+    expect(p.ctx()).toMatchObject({ inFlight: 1, lastClaimed: 7, lastFull: false });
+    p.claimed(5, 5, 1000);
+    expect(p.value()).toBe("waiting");
+    expect(p.log).toEqual(["dispatch", "dispatch"]);
+    expect(p.ctx()).toMatchObject({ inFlight: 0, lastClaimed: 5, lastFull: true, delayMs: 1000 });
+  });
+
+  it("after a full first landing, a claim can start ahead again while the second is out", () => {
+    const p = withClaimOut();
+    p.setLow(true);
+    p.actor.send({ type: "SLOT_FREED" });
+    p.claimed(10, 10, 30_000);
+    expect(p.ctx().inFlight).toBe(1);
+    p.actor.send({ type: "SLOT_FREED" });
+    expect(p.ctx().inFlight).toBe(2);
+    expect(p.claim).toHaveBeenCalledTimes(4);
+  });
+
+  it("a failed claim with another out waits for it; the backoff starts only when the last fails", () => {
+    const p = withClaimOut();
+    p.setLow(true);
+    p.actor.send({ type: "SLOT_FREED" });
+    p.fail();
+    expect(p.value()).toBe("polling");
+    expect(p.ctx()).toMatchObject({ inFlight: 1, consecutiveErrors: 1, lastFull: false });
+    p.actor.send({ type: "SLOT_FREED" }); // the failure forgot the backlog: no claim ahead
+    expect(p.claim).toHaveBeenCalledTimes(3);
+    p.fail();
+    expect(p.value()).toBe("waiting");
+    expect(p.ctx()).toMatchObject({ inFlight: 0, consecutiveErrors: 2, delayMs: 1000 });
+  });
+
+  it("a failed claim with another out that then succeeds: no backoff, errors reset", () => {
+    const p = withClaimOut();
+    p.setLow(true);
+    p.actor.send({ type: "SLOT_FREED" });
+    p.fail();
+    p.claimed(3, 10, 700);
+    expect(p.value()).toBe("waiting");
+    expect(p.ctx()).toMatchObject({ inFlight: 0, consecutiveErrors: 0, delayMs: 700 });
+  });
+
+  it("a wake during two claims polls once more after the last lands", () => {
+    const p = withClaimOut();
+    p.setLow(true);
+    p.actor.send({ type: "SLOT_FREED" });
+    p.actor.send({ type: "WAKE" });
+    p.claimed(10, 10, 30_000);
+    expect(p.ctx()).toMatchObject({ inFlight: 1, wakePending: true });
+    p.setLow(false);
+    p.claimed(10, 10, 30_000);
+    expect(p.value()).toBe("polling");
+    expect(p.ctx()).toMatchObject({ inFlight: 1, wakePending: false, polls: 4 });
   });
 });
