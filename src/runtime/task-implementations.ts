@@ -156,7 +156,7 @@ export function taskImplementations(host: TaskHost) {
     if (events.has("job:started")) {
       events.emit("job:started", {
         job: run.info,
-        pickupLatencyMs: Date.now() - run.claimed.scheduledTime.getTime(),
+        pickupLatencyMs: Date.now() - run.claimed.scheduledAtMs,
       });
     }
     invokeHandler(run.type.handler, run.payload, ctx, (outcome) => settle(run, outcome));

@@ -14,6 +14,7 @@
  * positions keep PostgreSQL's precision. Parameters `$1..$5` are the classic claim's (limit, node, types,
  * boost ms, now override).
  */
+import { withClaimRowTypes } from "./claim-row-types.js";
 import {
   claimNowSql,
   claimUpdateSql,
@@ -264,7 +265,9 @@ export async function seekClaim(
 ): Promise<CursorClaimResult> {
   const s = statements(t);
   const res = await db.query<MetaRow>(
-    (args.withPayload ? s.seekFull : s.seekLight)([...claimValues(args), ...targetValues(targets)]),
+    withClaimRowTypes(
+      (args.withPayload ? s.seekFull : s.seekLight)([...claimValues(args), ...targetValues(targets)]),
+    ),
   );
   return readResult(res.rows, args.withPayload);
 }
@@ -276,7 +279,9 @@ export async function fullPassClaim(
   args: CursorClaimArgs,
 ): Promise<FullPassResult> {
   const s = statements(t);
-  const res = await db.query<MetaRow>((args.withPayload ? s.fullFull : s.fullLight)(claimValues(args)));
+  const res = await db.query<MetaRow>(
+    withClaimRowTypes((args.withPayload ? s.fullFull : s.fullLight)(claimValues(args))),
+  );
   const base = readResult(res.rows, args.withPayload);
   const first = res.rows[0];
   return {
@@ -305,12 +310,14 @@ export async function flooredClaim(
 ): Promise<FlooredResult> {
   const s = statements(t);
   const res = await db.query<MetaRow>(
-    (args.withPayload ? s.flooredFull : s.flooredLight)([
-      ...claimValues(args),
-      ...targetValues(targets),
-      floorId.toString(),
-      windowSize,
-    ]),
+    withClaimRowTypes(
+      (args.withPayload ? s.flooredFull : s.flooredLight)([
+        ...claimValues(args),
+        ...targetValues(targets),
+        floorId.toString(),
+        windowSize,
+      ]),
+    ),
   );
   const rows = res.rows[0]?.window_rows ?? [];
   return {

@@ -14,9 +14,14 @@
  * status = 'PENDING'` index of migration 0004, so a backlog in one queue costs another queue's claim
  * nothing. One builder ({@link candidatesSql}) serves both, and the claim cursors' full pass.
  */
+import { withClaimRowTypes } from "./claim-row-types.js";
 import { named, payloadVariants, type Queryable, type Tables } from "./sql.js";
 
-/** A claimed job as the runtime needs it. `payload` is absent on the lightweight path. */
+/**
+ * A claimed job as the runtime needs it. `payload` is absent on the lightweight path. Times are epoch
+ * milliseconds, not Dates: the claim statements parse their timestamps straight to numbers
+ * (./claim-row-types.ts), since the runtime only subtracts them.
+ */
 export interface ClaimedJob {
   id: string;
   type: string;
@@ -28,8 +33,10 @@ export interface ClaimedJob {
   attempt: number;
   maxAttempts: number;
   timeoutMs: number | null;
-  scheduledTime: Date;
-  pickedAt: Date;
+  /** When the row became due (`scheduled_time`), epoch ms. */
+  scheduledAtMs: number;
+  /** When this claim picked it (`picked_at`, the database's clock), epoch ms. */
+  pickedAtMs: number;
   payload?: unknown;
 }
 
@@ -49,7 +56,10 @@ export interface ClaimArgs {
   queue?: string | null;
 }
 
-/** A row returned by the claim statements (the classic one and the cursor claimer's). */
+/**
+ * A row returned by the claim statements (the classic one and the cursor claimer's), parsed with
+ * `claimRowTypes`: timestamps as epoch ms.
+ */
 export interface ClaimRow {
   id: string;
   type: string;
@@ -59,8 +69,8 @@ export interface ClaimRow {
   attempts: number;
   max_attempts: number;
   timeout_ms: number | null;
-  scheduled_time: Date;
-  picked_at: Date;
+  scheduled_time: number;
+  picked_at: number;
   payload?: unknown;
 }
 
@@ -155,8 +165,8 @@ export function toClaimedJob(r: ClaimRow, withPayload: boolean): ClaimedJob {
     attempt: r.attempts,
     maxAttempts: r.max_attempts,
     timeoutMs: r.timeout_ms,
-    scheduledTime: r.scheduled_time,
-    pickedAt: r.picked_at,
+    scheduledAtMs: r.scheduled_time,
+    pickedAtMs: r.picked_at,
     ...(withPayload ? { payload: r.payload } : {}),
   };
 }
@@ -166,7 +176,7 @@ export function sortClaimOrder(jobs: ClaimedJob[]): ClaimedJob[] {
   return jobs.sort(
     (a, b) =>
       b.priority + b.boost - (a.priority + a.boost) ||
-      a.scheduledTime.getTime() - b.scheduledTime.getTime() ||
+      a.scheduledAtMs - b.scheduledAtMs ||
       (BigInt(a.id) < BigInt(b.id) ? -1 : 1),
   );
 }
@@ -185,8 +195,8 @@ export async function claimJobs(db: Queryable, t: Tables, args: ClaimArgs): Prom
   const queue = args.queue ?? null;
   const res = await db.query<ClaimRow>(
     queue === null
-      ? statement(t, args.withPayload)(values)
-      : queueStatement(t, args.withPayload)([...values, queue]),
+      ? withClaimRowTypes(statement(t, args.withPayload)(values))
+      : withClaimRowTypes(queueStatement(t, args.withPayload)([...values, queue])),
   );
   // RETURNING has no order; restore claim order (effective priority, then scheduled time, then id).
   return sortClaimOrder(res.rows.map((r) => toClaimedJob(r, args.withPayload)));
@@ -213,8 +223,8 @@ interface ClaimOneRow {
   attempts: number;
   max_attempts: number;
   timeout_ms: number | null;
-  scheduled_time: Date;
-  picked_at: Date;
+  scheduled_time: number;
+  picked_at: number;
   payload: unknown;
 }
 
@@ -238,7 +248,7 @@ export async function claimJobById(
      RETURNING j.id, j.type, j.queue, j.priority, j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time,
                j.picked_at, j.payload`,
   );
-  const res = await db.query<ClaimOneRow>(stmt([id, nodeId]));
+  const res = await db.query<ClaimOneRow>(withClaimRowTypes(stmt([id, nodeId])));
   const r = res.rows[0];
   if (!r) return null;
   return {
@@ -250,8 +260,8 @@ export async function claimJobById(
     attempt: r.attempts,
     maxAttempts: r.max_attempts,
     timeoutMs: r.timeout_ms,
-    scheduledTime: r.scheduled_time,
-    pickedAt: r.picked_at,
+    scheduledAtMs: r.scheduled_time,
+    pickedAtMs: r.picked_at,
     payload: r.payload,
   };
 }

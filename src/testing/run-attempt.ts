@@ -147,7 +147,7 @@ export async function runAttempt(
   if (run.invalid) {
     outcome = { kind: "invalid-payload", error: run.invalid };
   } else {
-    events.emit("job:started", { job: info, pickupLatencyMs: Date.now() - claimed.scheduledTime.getTime() });
+    events.emit("job:started", { job: info, pickupLatencyMs: Date.now() - claimed.scheduledAtMs });
     outcome = await runHandler(run, ctx, timeoutMs, options.watchdog, pawl, events);
   }
   run.settled = true;

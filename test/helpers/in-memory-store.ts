@@ -292,8 +292,8 @@ export class InMemoryJobStore implements NodeStore {
       attempt: j.attempts,
       maxAttempts: j.maxAttempts,
       timeoutMs: j.timeoutMs,
-      scheduledTime: j.scheduledTime,
-      pickedAt: j.pickedAt as Date,
+      scheduledAtMs: j.scheduledTime.getTime(),
+      pickedAtMs: (j.pickedAt as Date).getTime(),
     };
     if (withPayload) c.payload = j.payload;
     return c;

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type pg from "pg";
+import pg from "pg";
 import type { PostgresJobStore } from "../../src/index.js";
 import { JobStore } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
-import { testPool } from "../helpers/db.js";
+import { databaseUrl, testPool } from "../helpers/db.js";
 import { buildNewJob } from "../../src/enqueue-input.js";
 
 let schema: string;
@@ -178,4 +178,34 @@ describe("claim", () => {
       client.release();
     }
   }, 60_000);
+});
+
+describe("claim rows' times", () => {
+  it("are epoch ms equal to the row's own Dates (getJob), in any session time zone", async () => {
+    await reset();
+    const now = (await store.databaseTime()).getTime();
+    const [row] = await store.enqueue([newJob("times", 10, { runAt: new Date(now - 1234) })]);
+    // Microseconds in scheduled_time, which ms truncate exactly as a Date does.
+    await pool.query(
+      `UPDATE "${schema}".scheduler_job_queue SET scheduled_time = scheduled_time + interval '789 microseconds' WHERE id = $1`,
+      [row!.id],
+    );
+    const zoned = new pg.Pool({ connectionString: databaseUrl, max: 1, options: "-c timezone=Asia/Kolkata" });
+    try {
+      const claimed = await new JobStore(zoned, schema).claim({
+        nodeId: "n",
+        limit: 1,
+        types: ["times"],
+        boostIntervalMs: 0,
+        withPayload: false,
+      });
+      const job = await store.get(row!.id);
+      expect(typeof claimed[0]?.scheduledAtMs).toBe("number");
+      expect(claimed[0]?.scheduledAtMs).toBe(job!.scheduledTime.getTime());
+      expect(claimed[0]?.pickedAtMs).toBe(job!.pickedAt!.getTime());
+      expect(job!.scheduledTime).toBeInstanceOf(Date); // the public Job keeps its Dates
+    } finally {
+      await zoned.end();
+    }
+  });
 });

@@ -36,8 +36,8 @@ const claimed = (id: string, queue = "default", priority = 0): ClaimedJob => ({
   attempt: 1,
   maxAttempts: 3,
   timeoutMs: null,
-  scheduledTime: new Date(0),
-  pickedAt: new Date(0),
+  scheduledAtMs: 0,
+  pickedAtMs: 0,
   payload: {},
 });
 
