@@ -1,6 +1,7 @@
 /**
  * The node runtime on the in-memory twin of the store (test/helpers/in-memory-store.ts) and a ManualClock:
- * claim, dispatch, outcomes, stop with a claim in flight, drain, and dropping the buffer, with no database.
+ * claim, dispatch, outcomes, stop with a claim in flight, claim ahead, drain, and dropping the buffer, with no
+ * database.
  * Time moves only when the test advances the clock; each step waits on the store's rows or on events.
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -111,6 +112,7 @@ describe("NodeRuntime on the in-memory store", () => {
     runtime.start();
     await until(() => calls === 1);
     const stopped = runtime.stop(1000);
+    settledFlag(stopped); // starts watching it (a first call always answers false)
     // Five seconds of clock later (past the grace) the claim still holds stop() open.
     for (let i = 0; i < 100; i++) {
       await new Promise((r) => setImmediate(r));
@@ -123,6 +125,53 @@ describe("NodeRuntime on the in-memory store", () => {
     expect(ids.map((id) => [store.jobs.get(id)?.status, store.jobs.get(id)?.attempts])).toEqual(
       Array(3).fill(["PENDING", 0]),
     );
+  });
+
+  it("claims ahead: a second claim starts while one is out, never a third, and stop() waits for both", async () => {
+    const store = new InMemoryJobStore(clock);
+    await seed(store, 100);
+    const claim = store.claim.bind(store);
+    const held: (() => void)[] = [];
+    const limits: number[] = [];
+    let out = 0;
+    let maxOut = 0;
+    store.claim = async (args: ClaimArgs): Promise<ClaimedJob[]> => {
+      limits.push(args.limit);
+      out++;
+      maxOut = Math.max(maxOut, out);
+      // The first claim lands at once (and comes back full); the test holds every later one open.
+      if (limits.length > 1) await new Promise<void>((r) => held.push(r));
+      const jobs = await claim(args);
+      out--;
+      return jobs;
+    };
+    let ran = 0;
+    // concurrency 2, prefetch 8: room 10, low water 4, claim-ahead mark 2.
+    const { runtime } = node(store, async () => void ran++, { concurrency: 2, prefetch: 8 });
+    runtime.start();
+    await until(() => held.length === 2);
+    expect(limits[0]).toBe(10);
+    // The second claim asked only for what the first left of the room: the buffer keeps its bound.
+    expect((limits[1] as number) + (limits[2] as number)).toBeLessThanOrEqual(10 - 2);
+    await until(() => ran === 10);
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setImmediate(r));
+      clock.advance(50);
+    }
+    expect([held.length, maxOut]).toEqual([2, 2]);
+    const stopped = runtime.stop(1000);
+    settledFlag(stopped); // starts watching it
+    held[0]?.();
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setImmediate(r));
+      clock.advance(50);
+    }
+    expect(settledFlag(stopped)).toBe(false); // the other claim still holds it open
+    held[1]?.();
+    await until(() => settledFlag(stopped));
+    const rows = [...store.jobs.values()];
+    expect(rows.filter((j) => j.status === "SUCCEEDED")).toHaveLength(10);
+    expect(rows.filter((j) => j.status === "PENDING" && j.attempts === 0)).toHaveLength(90);
   });
 
   it("drains: buffered jobs handed back at once, running ones given grace, then aborted and handed back", async () => {
