@@ -154,6 +154,10 @@ export async function installRecorders(pool: pg.Pool, schema: string): Promise<v
     CREATE TRIGGER record_success AFTER UPDATE OF status ON ${s}.scheduler_job_queue
       FOR EACH ROW WHEN (NEW.status = 'SUCCEEDED' AND OLD.status IS DISTINCT FROM 'SUCCEEDED')
       EXECUTE FUNCTION ${s}.record_success();
+    -- A completion moves the row into the finished table (migration 0005): that insert is the success.
+    CREATE TRIGGER record_success AFTER INSERT ON ${s}.scheduler_job_finished
+      FOR EACH ROW WHEN (NEW.status = 'SUCCEEDED')
+      EXECUTE FUNCTION ${s}.record_success();
   `);
 }
 
