@@ -18,6 +18,8 @@
  *             --warmup 20 --gap-ms 10 --enqueue-single 2000 --enqueue-bulk 20000 --batch 1000
  * Output:     --json (machine-readable, on stdout; progress goes to stderr), --json-out FILE (the tables
  *             on stdout and the JSON in FILE)
+ * pawl:       --keep-succeeded false      pawl deletes succeeded rows (createPawl's keepSucceeded: false);
+ *                                         same as PAWL_BENCH_KEEP_SUCCEEDED=false
  * Database:   --database-url URL, else BENCH_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/pawl_bench
  *             (created when missing; a dedicated database lets the bench count PostgreSQL's CPU).
  */
@@ -73,6 +75,7 @@ const { values: flags } = parseArgs({
     json: { type: "boolean", default: false },
     "json-out": { type: "string" },
     "database-url": { type: "string" },
+    "keep-succeeded": { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -106,6 +109,15 @@ const positiveInt = (name: string, raw: string | undefined): number => {
 };
 const intList = (name: string, raw: string): number[] =>
   raw.split(",").map((s) => positiveInt(name, s.trim()));
+
+if (flags["keep-succeeded"] !== undefined) {
+  if (flags["keep-succeeded"] !== "true" && flags["keep-succeeded"] !== "false") {
+    console.error(`--keep-succeeded must be true or false, got ${flags["keep-succeeded"]}`);
+    process.exit(2);
+  }
+  // The measuring children inherit the environment; systems/pawl.ts reads it.
+  process.env.PAWL_BENCH_KEEP_SUCCEEDED = flags["keep-succeeded"];
+}
 
 const url = benchDatabaseUrl(flags["database-url"]);
 const database = databaseName(url);
