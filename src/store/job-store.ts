@@ -1,9 +1,10 @@
 /**
  * The store gateway: every statement pawl runs goes through one {@link JobStore}, an interface grouped by
  * concept (the jobs' lifecycle, the dead letter queue, resource permits, flows, signals, pauses,
- * transactions). Code outside src/store never sees a pool or a table name, so a node's runtime can run on
- * the in-memory twin (src/testing/in-memory-store.ts) as well as on PostgreSQL, and the two are held to
- * the same claim order by one contract suite (test/contract/store-contract.ts).
+ * transactions, and the cluster's node registry, leases, orphan recovery, pruning and recurring schedules
+ * in cluster-store.ts). Code outside src/store never sees a pool or a table name, so a node's runtime can
+ * run on the in-memory twin (src/testing/in-memory-store.ts) as well as on PostgreSQL, and the two are
+ * held to the same claim order by one contract suite (test/contract/store-contract.ts).
  *
  * {@link NodeStore} is the slice a node's runtime uses; the twin implements that slice. The PostgreSQL
  * implementation is {@link PostgresJobStore}; `new JobStore(pool, schema)` still builds one.
@@ -16,7 +17,8 @@ import type { DeadLetterFilter, RetriedJobs } from "./dead-letter.js";
 import type { EnqueuedJob } from "./enqueue-jobs.js";
 import type { Completion, Death, Reschedule, Retry } from "./finish-jobs.js";
 import type { Job } from "./job-row.js";
-import type { MigrateResult } from "./migrate.js";
+import type { MigrateResult, MigrationStatus } from "./migrate.js";
+import type { ClusterStore } from "./cluster-store.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
 import type { JobCount, ListJobsFilter } from "./read-jobs.js";
 import type { Queryable } from "./sql.js";
@@ -99,6 +101,8 @@ export interface TransactionStore {
   transactionStatus(xid: string): Promise<"committed" | "aborted" | "in progress" | null>;
   /** Applies pending migrations (idempotent, safe from many nodes at once). */
   migrate(): Promise<MigrateResult>;
+  /** Where the schema stands: its version, and the migrations it has not had yet (changes nothing). */
+  migrationStatus(): Promise<MigrationStatus>;
   /** The store's current time (the single clock for scheduling). */
   databaseTime(): Promise<Date>;
 }
@@ -112,7 +116,8 @@ export interface JobStore
     FlowStore,
     SignalStore,
     PauseStore,
-    TransactionStore {}
+    TransactionStore,
+    ClusterStore {}
 
 /**
  * What a node's runtime needs from the store: claim, finish, cancel checks, permits, and a running job's

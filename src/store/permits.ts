@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import { inHeldTransaction } from "./held-client.js";
-import type { Tables } from "./sql.js";
+import type { Queryable, Tables } from "./sql.js";
 
 /**
  * Takes a permit of `resource` for `jobId` if fewer than `capacity` are held. Idempotent per job.
@@ -53,8 +53,8 @@ export async function releasePermit(
 }
 
 /** Frees every permit a node holds (orphan recovery, startup cleanup); returns how many. */
-export async function releaseNodePermits(pool: pg.Pool, t: Tables, nodeId: string): Promise<number> {
-  const res = await pool.query(`DELETE FROM ${t.permits} WHERE node_id = $1`, [nodeId]);
+export async function releaseNodePermits(db: Queryable, t: Tables, nodeId: string): Promise<number> {
+  const res = await db.query(`DELETE FROM ${t.permits} WHERE node_id = $1`, [nodeId]);
   return res.rowCount ?? 0;
 }
 

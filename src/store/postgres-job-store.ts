@@ -7,10 +7,14 @@
  * on that one client: the caller's transaction or a held one (store/held-client.ts). Multi-statement
  * operations (pause rules, permits) open their own transaction on a pool gateway and join the bound one
  * otherwise, except permits, which always take their own (they lock the resource for their statements).
+ * The cluster's statements (node registry, leases, orphans, pruning, recurring schedules) are inherited
+ * from {@link PostgresClusterStatements} (postgres-cluster-statements.ts).
  */
 import type pg from "pg";
 import type { FoldedNotify } from "../../coordinators/spi.js";
 import type { NewJob } from "../enqueue-input.js";
+import type { Logger } from "../logger.js";
+import type { DedicatedClusterStore } from "./cluster-store.js";
 import { cancelJob, canceledAmong, type CancelResult } from "./cancel-job.js";
 import { claimJobById, claimJobs, loadPayloads, type ClaimArgs, type ClaimedJob } from "./claim-jobs.js";
 import { listDead, purgeDead, retryDead, type DeadLetterFilter, type RetriedJobs } from "./dead-letter.js";
@@ -47,7 +51,7 @@ import {
 import { inHeldTransaction } from "./held-client.js";
 import type { Job } from "./job-row.js";
 import type { JobStore } from "./job-store.js";
-import { migrate, type MigrateResult } from "./migrate.js";
+import { migrate, migrationStatus, type MigrateResult, type MigrationStatus } from "./migrate.js";
 import {
   listPauses,
   pauseOneJob,
@@ -70,7 +74,9 @@ import {
   type Park,
   type TimedOutWaits,
 } from "./signal-sql.js";
-import { tablesFor, type Queryable, type Tables } from "./sql.js";
+import { createPool } from "./pool.js";
+import { PostgresClusterStatements } from "./postgres-cluster-statements.js";
+import type { Queryable, Tables } from "./sql.js";
 
 /** How a gateway treats what it writes. */
 export interface PostgresJobStoreOptions {
@@ -94,24 +100,17 @@ export interface PostgresJobStoreOptions {
  * });
  * ```
  */
-export class PostgresJobStore implements JobStore {
-  /** The schema's qualified table names (tests and tools that write their own SQL). */
-  readonly tables: Tables;
-  /** Where statements run: the pool, or the client this gateway is bound to. */
-  private readonly db: Queryable;
-
+export class PostgresJobStore extends PostgresClusterStatements implements JobStore {
   constructor(
-    /** The pool: statements run on it unless the gateway is bound to a client. */
-    readonly pool: pg.Pool,
+    pool: pg.Pool,
     /** The schema name (or, for a bound copy, the pool gateway's tables, so statements stay cached). */
     schema: string | Tables,
     /** @internal The client a bound gateway runs on; use {@link withClient} or {@link transaction}. */
-    private readonly client?: Queryable,
+    client?: Queryable,
     /** What the gateway keeps; a bound copy keeps its parent's. */
     readonly options: PostgresJobStoreOptions = {},
   ) {
-    this.tables = typeof schema === "string" ? tablesFor(schema) : schema;
-    this.db = client ?? pool;
+    super(pool, schema, client);
   }
 
   // Transactions and housekeeping.
@@ -145,6 +144,15 @@ export class PostgresJobStore implements JobStore {
 
   migrate(): Promise<MigrateResult> {
     return migrate(this.pool, this.tables.schema);
+  }
+
+  migrationStatus(): Promise<MigrationStatus> {
+    return migrationStatus(this.db, this.tables.schema);
+  }
+
+  dedicated(connectionString: string, logger: Logger, applicationName: string): DedicatedClusterStore {
+    const pool = createPool(connectionString, 1, logger, applicationName);
+    return { store: new PostgresJobStore(pool, this.tables, undefined, this.options), end: () => pool.end() };
   }
 
   async databaseTime(): Promise<Date> {
