@@ -158,8 +158,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     const c = this.config;
     // Join the cluster before claiming: first heartbeat, then recovery of this node id's previous run.
     const cluster = new ClusterServices({
-      pool: this.store.pool,
-      tables: this.store.tables,
+      store: this.store,
       nodeId: c.nodeId,
       concurrency: c.concurrency,
       transport: coordinator.status().transport,
@@ -323,18 +322,10 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     options?: ScheduleOptions,
   ): Promise<Schedule> {
     this.assertOpen();
-    const schedule = await registerSchedule(
-      this.store.pool,
-      this.store.tables,
-      name,
-      cron,
-      payload,
-      options,
-      {
-        typeDefaults: (type) => this.node.typeDefaults(type),
-        maxPayloadBytes: this.config.maxPayloadBytes,
-      },
-    );
+    const schedule = await registerSchedule(this.store, name, cron, payload, options, {
+      typeDefaults: (type) => this.node.typeDefaults(type),
+      maxPayloadBytes: this.config.maxPayloadBytes,
+    });
     this.clusterRef?.triggerRecurring();
     return schedule;
   }
@@ -342,13 +333,13 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   /** Removes a recurring job; returns whether it existed. Children already enqueued are kept. */
   async unschedule(name: string): Promise<boolean> {
     this.assertOpen();
-    return unregisterSchedule(this.store.pool, this.store.tables, name);
+    return unregisterSchedule(this.store, name);
   }
 
   /** Every recurring job, by name, with its next fire time. */
   async listSchedules(): Promise<Schedule[]> {
     this.assertOpen();
-    return listSchedules(this.store.pool, this.store.tables);
+    return listSchedules(this.store);
   }
 
   /**
@@ -365,8 +356,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     this.assertOpen();
     if (this.clusterRef) return this.clusterRef.view();
     return readClusterView(
-      this.store.pool,
-      this.store.tables,
+      this.store,
       this.nodeId,
       this.config.runtimeOptions.cluster.deadNodeThresholdMs,
       null,

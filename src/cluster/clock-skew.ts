@@ -7,8 +7,7 @@
 import type { Clock } from "../clock.js";
 import type { PawlEventEmitter } from "../events.js";
 import type { Logger } from "../logger.js";
-import type { Queryable, Tables } from "../store/sql.js";
-import { readDatabaseClock } from "../store/node-sql.js";
+import type { ClusterStore } from "../store/cluster-store.js";
 import { estimateClockSkew, skewExceeded, type ClockSkew } from "./cluster-logic.js";
 
 /** A skew reading. */
@@ -21,8 +20,8 @@ export interface ClockSkewReading extends ClockSkew {
 
 /** What a {@link ClockSkewMonitor} works with. */
 export interface ClockSkewDeps {
-  db: Queryable;
-  tables: Tables;
+  /** Whose clock is read (the heartbeat's gateway, so the reading does not queue behind job traffic). */
+  store: ClusterStore;
   warnMs: number;
   clock: Clock;
   events: PawlEventEmitter;
@@ -44,7 +43,7 @@ export class ClockSkewMonitor {
   async runOnce(): Promise<ClockSkewReading> {
     const { clock, events, logger } = this.deps;
     const sent = clock.now();
-    const db = await readDatabaseClock(this.deps.db, this.deps.tables);
+    const db = await this.deps.store.databaseClock();
     const received = clock.now();
     const skew = estimateClockSkew(sent, received, db.getTime());
     const exceeded = skewExceeded(skew, this.deps.warnMs);

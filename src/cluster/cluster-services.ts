@@ -13,17 +13,15 @@
  *   the node's last job is written, so a long graceful drain is never mistaken for a death; then the node
  *   removes its row.
  */
-import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { TypeDefaults } from "../enqueue-input.js";
 import { PawlError } from "../errors.js";
 import { toError, type PawlEventEmitter } from "../events.js";
 import type { Logger } from "../logger.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
-import { getNode, listNodes, removeNode, type NodeInfo, type NodeStatus } from "../store/node-sql.js";
-import { listLocks, type LockRow } from "../store/lock-sql.js";
-import type { Queryable, Tables } from "../store/sql.js";
-import { createPool } from "../store/pool.js";
+import type { ClusterStore, DedicatedClusterStore } from "../store/cluster-store.js";
+import type { NodeInfo, NodeStatus } from "../store/node-sql.js";
+import type { LockRow } from "../store/lock-sql.js";
 import { isEmbeddedUrl } from "../embedded/embedded-url.js";
 import { sweepReady } from "./cluster-logic.js";
 import type { ResolvedClusterOptions } from "./cluster-options.js";
@@ -40,8 +38,8 @@ import type { RecoveredJob } from "../store/orphan-sql.js";
 
 /** What {@link ClusterServices} is built from. */
 export interface ClusterServicesDeps {
-  pool: pg.Pool;
-  tables: Tables;
+  /** The gateway every statement of the services runs through (see `heartbeatConnectionString`). */
+  store: ClusterStore;
   nodeId: string;
   concurrency: number;
   /** The coordinator's transport name, for node_info. */
@@ -102,23 +100,23 @@ export class ClusterServices {
   private readonly key: string;
   private registered = false;
   private started = false;
-  private readonly ownPool: pg.Pool | null;
+  /** The heartbeat's gateway on a connection of its own, when it has one (closed by stop()). */
+  private readonly own: DedicatedClusterStore | null;
 
   constructor(private readonly deps: ClusterServicesDeps) {
-    const { pool, tables, nodeId, options: o, events, logger, clock } = deps;
+    const { store, nodeId, options: o, events, logger, clock } = deps;
     this.info = localNodeInfo(deps.concurrency, deps.transport, newInstanceId());
     // An embedded database serves one connection: its heartbeat shares the pool (a second one would open
     // a second database, or be refused).
-    this.ownPool =
+    this.own =
       deps.heartbeatConnectionString && !isEmbeddedUrl(deps.heartbeatConnectionString)
-        ? createPool(deps.heartbeatConnectionString, 1, logger, "pawl-heartbeat")
+        ? store.dedicated(deps.heartbeatConnectionString, logger, "pawl-heartbeat")
         : null;
-    const beatDb = this.ownPool ?? pool;
-    this.key = `${tables.schema}\u0000${nodeId}`;
-    this.leases = new LeaseManager({ db: pool, tables, owner: nodeId, ttlMs: o.leaseTtlMs, clock, events });
+    const beatStore = this.own?.store ?? store;
+    this.key = `${store.schema}\u0000${nodeId}`;
+    this.leases = new LeaseManager({ store, owner: nodeId, ttlMs: o.leaseTtlMs, clock, events });
     this.heartbeat = new HeartbeatService({
-      db: beatDb,
-      tables,
+      store: beatStore,
       nodeId,
       info: this.info,
       intervalMs: o.heartbeatIntervalMs,
@@ -129,8 +127,7 @@ export class ClusterServices {
       ...(deps.registry ? { registry: deps.registry } : {}),
     });
     this.sweeper = new OrphanSweeper({
-      pool,
-      tables,
+      store,
       nodeId,
       thresholdMs: o.deadNodeThresholdMs,
       nodeRetentionMs: o.nodeRetentionMs,
@@ -140,8 +137,7 @@ export class ClusterServices {
       logger,
     });
     this.recurring = new RecurringScheduler({
-      pool,
-      tables,
+      store,
       leases: this.leases,
       clock,
       events,
@@ -151,8 +147,7 @@ export class ClusterServices {
       ...(deps.afterEnqueue ? { afterEnqueue: deps.afterEnqueue } : {}),
     });
     this.pruner = new Pruner({
-      db: pool,
-      tables,
+      store,
       leases: this.leases,
       clock,
       events,
@@ -163,8 +158,7 @@ export class ClusterServices {
       batchSize: o.pruneBatchSize,
     });
     this.skew = new ClockSkewMonitor({
-      db: beatDb,
-      tables,
+      store: beatStore,
       warnMs: o.clockSkewWarnMs,
       clock,
       events,
@@ -244,7 +238,7 @@ export class ClusterServices {
       return { heartbeat, clockSkew, recovered };
     } catch (error) {
       this.unregister();
-      await this.ownPool?.end().catch(() => {});
+      await this.own?.end().catch(() => {});
       throw error;
     }
   }
@@ -255,11 +249,11 @@ export class ClusterServices {
    * row goes stale (at most a threshold), and refuse to start if it keeps beating.
    */
   private async waitForPreviousRun(): Promise<void> {
-    const { pool, tables, nodeId, clock, logger, options: o } = this.deps;
+    const { store, nodeId, clock, logger, options: o } = this.deps;
     const giveUpAt = clock.now() + o.deadNodeThresholdMs + o.heartbeatIntervalMs;
     let warned = false;
     for (;;) {
-      const { node, databaseTime } = await getNode(pool, tables, nodeId);
+      const { node, databaseTime } = await store.readNode(nodeId);
       if (!node || node.info.instance === this.info.instance || node.info.deadAt !== undefined) return;
       const ageMs = databaseTime.getTime() - node.heartbeatAt.getTime();
       if (ageMs >= o.deadNodeThresholdMs || previousRunGone(node.info, this.info)) return;
@@ -315,21 +309,21 @@ export class ClusterServices {
     await this.heartbeatLoop.stop();
     this.heartbeat.stopProbe();
     if (this.started || this.registered) {
-      await removeNode(this.deps.pool, this.deps.tables, this.deps.nodeId, this.info.instance).catch(
-        (error: unknown) =>
+      await this.deps.store
+        .removeNode(this.deps.nodeId, this.info.instance)
+        .catch((error: unknown) =>
           this.deps.logger.warn("could not remove this node's row; it will expire", { error: String(error) }),
-      );
+        );
     }
     this.started = false;
     this.unregister();
-    await this.ownPool?.end().catch(() => {});
+    await this.own?.end().catch(() => {});
   }
 
   /** The cluster as seen from here. */
   view(): Promise<ClusterView> {
     return readClusterView(
-      this.deps.pool,
-      this.deps.tables,
+      this.deps.store,
       this.deps.nodeId,
       this.deps.options.deadNodeThresholdMs,
       this.skew.reading,
@@ -345,13 +339,12 @@ export class ClusterServices {
 
 /** Reads nodes and leases (no services needed: works on a node that was never started). */
 export async function readClusterView(
-  db: Queryable,
-  t: Tables,
+  store: ClusterStore,
   nodeId: string,
   thresholdMs: number,
   clockSkew: ClockSkewReading | null,
 ): Promise<ClusterView> {
-  const [nodes, leases] = await Promise.all([listNodes(db, t, thresholdMs), listLocks(db, t)]);
+  const [nodes, leases] = await Promise.all([store.listNodes(thresholdMs), store.listLocks()]);
   return { nodeId, nodes, leases, clockSkew };
 }
 

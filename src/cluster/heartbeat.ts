@@ -15,8 +15,8 @@ import { maxPublishedTypes, type NodeRegistry, type PublishedBreaker } from "../
 import type { ActorTree } from "../runtime/inspect.js";
 import type { PawlEventEmitter } from "../events.js";
 import type { Logger } from "../logger.js";
-import type { Queryable, Tables } from "../store/sql.js";
-import { upsertHeartbeat, type NodeInfo } from "../store/node-sql.js";
+import type { ClusterStore } from "../store/cluster-store.js";
+import type { NodeInfo } from "../store/node-sql.js";
 import { heartbeatDelayMs } from "./cluster-logic.js";
 
 /** Measures event-loop lag. */
@@ -67,8 +67,8 @@ export interface HeartbeatResult {
 
 /** What a {@link HeartbeatService} works with. */
 export interface HeartbeatDeps {
-  db: Queryable;
-  tables: Tables;
+  /** Where beats are written (a gateway on a connection of its own, when the node has one). */
+  store: ClusterStore;
   nodeId: string;
   info: NodeInfo;
   intervalMs: number;
@@ -183,7 +183,7 @@ export class HeartbeatService {
         logger.warn("could not build the node registry for the heartbeat", { error: String(error) });
       }
       const info = registry ? { ...this.deps.info, registry } : this.deps.info;
-      row = await upsertHeartbeat(this.deps.db, this.deps.tables, nodeId, info, now);
+      row = await this.deps.store.writeHeartbeat(nodeId, info, now);
     } catch (error) {
       this.healthy = null;
       throw error;

@@ -1,7 +1,7 @@
 /**
  * The cluster: heartbeats, failure detection and orphan recovery, leases, clock skew, recurring jobs and
  * pruning. Pawl wires {@link ClusterServices} into start() and stop(); everything here can also be built
- * on its own (tests, tools) from a pool and a schema's tables.
+ * on its own (tests, tools) from a store gateway's cluster slice ({@link ClusterStore}).
  */
 export { ClusterServices, readClusterView, recurringDelay } from "./cluster-services.js";
 export type { ClusterServicesDeps, ClusterView, PrepareResult } from "./cluster-services.js";
@@ -30,3 +30,4 @@ export type { FiredChild, RecurringResult, Schedule, ScheduleOptions } from "./r
 export type { NodeInfo, NodeStatus, DeadNode } from "../store/node-sql.js";
 export type { LockRow } from "../store/lock-sql.js";
 export type { RecoveredJob } from "../store/orphan-sql.js";
+export type { ClusterStore } from "../store/cluster-store.js";

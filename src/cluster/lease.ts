@@ -9,15 +9,8 @@
  */
 import type { Clock } from "../clock.js";
 import type { PawlEventEmitter } from "../events.js";
-import type { Queryable, Tables } from "../store/sql.js";
-import {
-  acquireLock,
-  listLocks,
-  releaseLock,
-  renewLock,
-  type LockGrant,
-  type LockRow,
-} from "../store/lock-sql.js";
+import type { ClusterStore } from "../store/cluster-store.js";
+import type { LockGrant, LockRow } from "../store/lock-sql.js";
 import { leaseDeadline } from "./cluster-logic.js";
 
 /** The lease names pawl's services use. */
@@ -29,8 +22,7 @@ export const leaseNames = {
 
 /** What a {@link LeaseManager} works with. */
 export interface LeaseManagerDeps {
-  db: Queryable;
-  tables: Tables;
+  store: ClusterStore;
   /** The owner written into scheduler_lock: this node's id. */
   owner: string;
   ttlMs: number;
@@ -62,14 +54,7 @@ export class Lease {
   async renew(now: Date | null = null): Promise<boolean> {
     if (this.lost || this.released) return false;
     const sent = this.manager.clock.now();
-    const grant = await renewLock(
-      this.manager.db,
-      this.manager.tables,
-      this.name,
-      this.manager.owner,
-      this.manager.ttlMs,
-      now,
-    );
+    const grant = await this.manager.store.renewLock(this.name, this.manager.owner, this.manager.ttlMs, now);
     if (!grant) {
       this.markLost("renewal refused");
       return false;
@@ -85,7 +70,7 @@ export class Lease {
     this.released = true;
     this.manager.forget(this.name);
     if (this.lost) return;
-    await releaseLock(this.manager.db, this.manager.tables, this.name, this.manager.owner).catch(() => false);
+    await this.manager.store.releaseLock(this.name, this.manager.owner).catch(() => false);
   }
 
   /** @internal */
@@ -103,12 +88,8 @@ export class LeaseManager {
   constructor(private readonly deps: LeaseManagerDeps) {}
 
   /** @internal */
-  get db(): Queryable {
-    return this.deps.db;
-  }
-  /** @internal */
-  get tables(): Tables {
-    return this.deps.tables;
+  get store(): ClusterStore {
+    return this.deps.store;
   }
   /** This node's id, the owner of its leases. */
   get owner(): string {
@@ -136,14 +117,7 @@ export class LeaseManager {
     this.local.add(name);
     try {
       const sent = this.deps.clock.now();
-      const grant = await acquireLock(
-        this.deps.db,
-        this.deps.tables,
-        name,
-        this.deps.owner,
-        this.deps.ttlMs,
-        now,
-      );
+      const grant = await this.deps.store.acquireLock(name, this.deps.owner, this.deps.ttlMs, now);
       if (!grant) {
         this.local.delete(name);
         return null;
@@ -185,7 +159,7 @@ export class LeaseManager {
 
   /** Every lease row in the schema. */
   list(now: Date | null = null): Promise<LockRow[]> {
-    return listLocks(this.deps.db, this.deps.tables, now);
+    return this.deps.store.listLocks(now);
   }
 
   /** @internal */

@@ -16,14 +16,12 @@
  * and a node's own outcome writes only land on rows still RUNNING under its id, so a recovered row is never
  * overwritten by the node that lost it.
  */
-import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { PawlEventEmitter } from "../events.js";
 import type { Logger } from "../logger.js";
-import type { Tables } from "../store/sql.js";
-import { releaseNodePermits } from "../store/permits.js";
-import { deleteExpiredNodes, missingNodes, reapDeadNodes, type DeadNode } from "../store/node-sql.js";
-import { recoverNodeRows, recoverOrphans, type RecoveredJob } from "../store/orphan-sql.js";
+import type { ClusterStore } from "../store/cluster-store.js";
+import type { DeadNode } from "../store/node-sql.js";
+import type { RecoveredJob } from "../store/orphan-sql.js";
 import { leaseNames, type Lease, type LeaseManager } from "./lease.js";
 
 /** What one sweep did. */
@@ -45,8 +43,7 @@ export interface SweepResult {
 
 /** What an {@link OrphanSweeper} works with. */
 export interface OrphanSweeperDeps {
-  pool: pg.Pool;
-  tables: Tables;
+  store: ClusterStore;
   nodeId: string;
   thresholdMs: number;
   nodeRetentionMs: number;
@@ -89,7 +86,7 @@ export class OrphanSweeper {
   }
 
   private async sweep(lease: Lease, now: Date | null): Promise<Omit<SweepResult, "durationMs">> {
-    const { pool, tables: t, thresholdMs, events, logger, nodeId } = this.deps;
+    const { store, thresholdMs, events, logger, nodeId } = this.deps;
     const recovered: RecoveredJob[] = [];
     let incomplete = false;
     for (;;) {
@@ -97,22 +94,22 @@ export class OrphanSweeper {
         incomplete = true;
         break;
       }
-      const batch = await recoverOrphans(pool, t, thresholdMs, this.batch, now);
+      const batch = await store.recoverOrphans(thresholdMs, this.batch, now);
       recovered.push(...batch);
       if (batch.length < this.batch) break;
     }
     let permitsFreed = 0;
     // Node ids without a row hold no permit rows we could find through reapDeadNodes: free them here.
     const unknown = new Set(recovered.map((j) => j.nodeId));
-    const deadNodes = incomplete ? [] : await reapDeadNodes(pool, t, thresholdMs, now);
+    const deadNodes = incomplete ? [] : await store.reapDeadNodes(thresholdMs, now);
     for (const d of deadNodes) {
       unknown.delete(d.nodeId);
       permitsFreed += d.permitsFreed;
     }
-    for (const id of await missingNodes(pool, t, [...unknown]))
-      permitsFreed += await releaseNodePermits(pool, t, id);
+    for (const id of await store.missingNodes([...unknown]))
+      permitsFreed += await store.releaseNodePermits(id);
     const nodesDeleted =
-      incomplete || !lease.valid() ? [] : await deleteExpiredNodes(pool, t, this.deps.nodeRetentionMs, now);
+      incomplete || !lease.valid() ? [] : await store.deleteExpiredNodes(this.deps.nodeRetentionMs, now);
     if (recovered.length > 0) {
       logger.warn("recovered jobs of dead nodes", {
         jobs: recovered.length,
@@ -145,7 +142,7 @@ export class OrphanSweeper {
    * The caller guarantees no live process runs under this node id.
    */
   async recoverPreviousRun(before: Date, waitMs: number, now: Date | null = null): Promise<RecoveredJob[]> {
-    const { pool, tables: t, nodeId, clock, events, logger, leases } = this.deps;
+    const { store, nodeId, clock, events, logger, leases } = this.deps;
     const deadline = clock.now() + waitMs;
     for (;;) {
       const outcome = await leases.withLease(
@@ -153,11 +150,11 @@ export class OrphanSweeper {
         async () => {
           const recovered: RecoveredJob[] = [];
           for (;;) {
-            const batch = await recoverNodeRows(pool, t, nodeId, before, this.batch, now);
+            const batch = await store.recoverNodeRows(nodeId, before, this.batch, now);
             recovered.push(...batch);
             if (batch.length < this.batch) break;
           }
-          await releaseNodePermits(pool, t, nodeId);
+          await store.releaseNodePermits(nodeId);
           return recovered;
         },
         now,

@@ -7,8 +7,8 @@
 import type { Clock } from "../clock.js";
 import type { PawlEventEmitter } from "../events.js";
 import type { Logger } from "../logger.js";
-import { pruneBatch, type PrunableStatus } from "../store/prune-sql.js";
-import type { Queryable, Tables } from "../store/sql.js";
+import type { ClusterStore } from "../store/cluster-store.js";
+import type { PrunableStatus } from "../store/prune-sql.js";
 import { leaseNames, type Lease, type LeaseManager } from "./lease.js";
 
 /** What one pruning pass did. */
@@ -37,8 +37,7 @@ export interface PruneSettings {
 
 /** What a {@link Pruner} works with. */
 export interface PrunerDeps extends PruneSettings {
-  db: Queryable;
-  tables: Tables;
+  store: ClusterStore;
   leases: LeaseManager;
   clock: Clock;
   events: PawlEventEmitter;
@@ -95,7 +94,7 @@ export class Pruner {
           more = true;
           break;
         }
-        const n = await pruneBatch(d.db, d.tables, status, retention[status], d.batchSize, now);
+        const n = await d.store.pruneBatch(status, retention[status], d.batchSize, now);
         batches++;
         counts[status] += n;
         if (n < d.batchSize) break;

@@ -10,7 +10,6 @@
  * Fires missed while every node was down follow the row's policy: `catch-up-one` (the default) enqueues
  * one child for the missed fires, `skip` drops them (see docs/cluster.md).
  */
-import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { buildNewJob, validateJobType, type NewJob, type TypeDefaults } from "../enqueue-input.js";
 import { ValidationError } from "../errors.js";
@@ -18,19 +17,9 @@ import { toError, type PawlEventEmitter } from "../events.js";
 import type { Logger } from "../logger.js";
 import { nextFire, planFire, validateCron, type MissedFirePolicy } from "../logic/cron.js";
 import { resolvePriority, type Priority } from "../priority.js";
-import { enqueueJobs, type EnqueuedJob } from "../store/enqueue-jobs.js";
-import { inHeldTransaction } from "../store/held-client.js";
-import {
-  advanceRecurring,
-  claimDueRecurring,
-  deleteRecurring,
-  disableRecurring,
-  listRecurring,
-  msUntilNextFire,
-  upsertRecurring,
-  type RecurringRow,
-} from "../store/recurring-sql.js";
-import type { Queryable, Tables } from "../store/sql.js";
+import type { ClusterStore } from "../store/cluster-store.js";
+import type { EnqueuedJob } from "../store/enqueue-jobs.js";
+import type { RecurringRow } from "../store/recurring-sql.js";
 import { leaseNames, type Lease, type LeaseManager } from "./lease.js";
 
 /** A recurring schedule (see {@link Pawl.schedule}). */
@@ -83,8 +72,7 @@ export interface ScheduleContext {
  *   `UNKNOWN_OPTION` / `INVALID_JOB_TYPE` / `INVALID_PRIORITY` / payload errors as enqueue.
  */
 export async function registerSchedule(
-  db: Queryable,
-  t: Tables,
+  store: ClusterStore,
   name: string,
   cron: string,
   payload: unknown,
@@ -130,12 +118,11 @@ export async function registerSchedule(
     ctx.typeDefaults(type),
     ctx.maxPayloadBytes,
   );
-  const clock = await db.query<{ now: Date }>("SELECT coalesce($1::timestamptz, now()) AS now", [now]);
-  const dbNow = (clock.rows[0] as { now: Date }).now.getTime();
+  const dbNow = (now ?? (await store.databaseTime())).getTime();
   const first = nextFire(cron, dbNow, timezone);
   if (first === null)
     throw new ValidationError("INVALID_CRON", `cron expression ${JSON.stringify(cron)} never fires`);
-  return upsertRecurring(db, t, {
+  return store.upsertRecurring({
     name,
     cron,
     timezone,
@@ -148,13 +135,13 @@ export async function registerSchedule(
 }
 
 /** Deletes a schedule; returns whether it existed. */
-export function unregisterSchedule(db: Queryable, t: Tables, name: string): Promise<boolean> {
-  return deleteRecurring(db, t, validateScheduleName(name));
+export function unregisterSchedule(store: ClusterStore, name: string): Promise<boolean> {
+  return store.deleteRecurring(validateScheduleName(name));
 }
 
 /** Every schedule, by name. */
-export function listSchedules(db: Queryable, t: Tables): Promise<Schedule[]> {
-  return listRecurring(db, t);
+export function listSchedules(store: ClusterStore): Promise<Schedule[]> {
+  return store.listRecurring();
 }
 
 /** A child enqueued by a fire. */
@@ -184,8 +171,7 @@ export interface RecurringResult {
 
 /** What a {@link RecurringScheduler} works with. */
 export interface RecurringSchedulerDeps {
-  pool: pg.Pool;
-  tables: Tables;
+  store: ClusterStore;
   leases: LeaseManager;
   clock: Clock;
   events: PawlEventEmitter;
@@ -226,7 +212,7 @@ export class RecurringScheduler {
       },
       now,
     );
-    const nextDueInMs = await msUntilNextFire(this.deps.pool, this.deps.tables, now);
+    const nextDueInMs = await this.deps.store.msUntilNextFire(now);
     const base = { nextDueInMs, durationMs: this.deps.clock.now() - started };
     if (!outcome.acquired) return { ran: false, fired: [], skipped: [], failed: [], ...base };
     const { fired, skipped, failed } = outcome.value;
@@ -239,17 +225,17 @@ export class RecurringScheduler {
    * only one node does the work.
    */
   async fireBatch(now: Date | null = null): Promise<BatchResult> {
-    const { pool, tables: t, events, logger } = this.deps;
+    const { store, events, logger } = this.deps;
     const fired: FiredChild[] = [];
     const skipped: { name: string; dueAt: Date }[] = [];
     const failed: { name: string; error: Error }[] = [];
     const inserted: EnqueuedJob[] = [];
     let claimed = 0;
-    await inHeldTransaction(pool, async (client) => {
-      const { rows, databaseTime } = await claimDueRecurring(client, t, this.batch, now);
+    await store.transaction(async (tx) => {
+      const { rows, databaseTime } = await tx.claimDueRecurring(this.batch, now);
       claimed = rows.length;
       for (const row of rows) {
-        const result = await this.fireOne(client, row, databaseTime.getTime());
+        const result = await this.fireOne(tx, row, databaseTime.getTime());
         if (result.kind === "fired") {
           fired.push(result.child);
           if (result.job.inserted) inserted.push(result.job);
@@ -278,8 +264,9 @@ export class RecurringScheduler {
     return { fired, skipped, failed, claimed };
   }
 
+  /** Fires one claimed row on `tx`, the batch's transaction (its child and its advance commit together). */
   private async fireOne(
-    client: Queryable,
+    tx: ClusterStore,
     row: RecurringRow,
     nowMs: number,
   ): Promise<
@@ -287,20 +274,19 @@ export class RecurringScheduler {
     | { kind: "skipped" }
     | { kind: "failed"; error: Error }
   > {
-    const t = this.deps.tables;
     let plan;
     try {
       plan = planFire(row.cron, row.nextFireAt.getTime(), nowMs, row.missedFirePolicy, row.timezone);
     } catch (error) {
       // The expression no longer computes (a library upgrade, a zone removed): stop it rather than spin.
-      await disableRecurring(client, t, row.name);
+      await tx.disableRecurring(row.name);
       return { kind: "failed", error: toError(error) };
     }
     let fireAt = plan.fireAtMs;
     if (fireAt !== null && row.lastFiredAt !== null && fireAt <= row.lastFiredAt.getTime()) fireAt = null;
     const next = new Date(plan.nextFireAtMs);
     if (fireAt === null) {
-      await advanceRecurring(client, t, row.name, next, null);
+      await tx.advanceRecurring(row.name, next, null);
       return { kind: "skipped" };
     }
     const fireDate = new Date(fireAt);
@@ -319,11 +305,11 @@ export class RecurringScheduler {
       );
     } catch (error) {
       // This fire cannot be enqueued (the type's validator refuses the payload): drop it, keep the schedule.
-      await advanceRecurring(client, t, row.name, next, null);
+      await tx.advanceRecurring(row.name, next, null);
       return { kind: "failed", error: toError(error) };
     }
-    const [enqueued] = await enqueueJobs(client, t, [job]);
-    await advanceRecurring(client, t, row.name, next, fireDate);
+    const [enqueued] = await tx.enqueue([job]);
+    await tx.advanceRecurring(row.name, next, fireDate);
     const e = enqueued as EnqueuedJob;
     return {
       kind: "fired",

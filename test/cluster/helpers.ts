@@ -9,7 +9,7 @@ import { resolveClusterOptions, type ClusterOptions } from "../../src/cluster/cl
 import type { LagProbe } from "../../src/cluster/heartbeat.js";
 import { PawlEventEmitter } from "../../src/events.js";
 import { silentLogger, type Logger } from "../../src/logger.js";
-import { tablesFor, type Tables } from "../../src/store/sql.js";
+import { PostgresJobStore } from "../../src/store/postgres-job-store.js";
 import type { EnqueuedJob } from "../../src/store/enqueue-jobs.js";
 import { databaseUrl } from "../helpers/db.js";
 
@@ -40,16 +40,15 @@ export function clusterNode(
   services: ClusterServices;
   events: PawlEventEmitter;
   pool: pg.Pool;
-  tables: Tables;
+  store: PostgresJobStore;
   end: () => Promise<void>;
 } {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   pool.on("error", () => {});
   const events = new PawlEventEmitter();
-  const tables = tablesFor(schema);
+  const store = new PostgresJobStore(pool, schema);
   const services = new ClusterServices({
-    pool,
-    tables,
+    store,
     nodeId,
     concurrency: 4,
     transport: "none",
@@ -66,7 +65,7 @@ export function clusterNode(
     services,
     events,
     pool,
-    tables,
+    store,
     end: async () => {
       await services.stop().catch(() => {});
       await pool.end();

@@ -8,8 +8,7 @@ import type pg from "pg";
 import { performance } from "node:perf_hooks";
 import { ManualClock } from "../../src/clock.js";
 import type { Pawl } from "../../src/index.js";
-import { acquireLock, releaseLock, renewLock } from "../../src/store/lock-sql.js";
-import { tablesFor } from "../../src/store/sql.js";
+import { PostgresJobStore } from "../../src/store/postgres-job-store.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
 import { clusterNode } from "../cluster/helpers.js";
@@ -31,39 +30,39 @@ const at = (base: Date, ms: number) => new Date(base.getTime() + ms);
 
 describe("lease statements", () => {
   it("acquire, re-acquire by the owner, refuse others, renew, release", async () => {
-    const t = tablesFor(schema);
+    const store = new PostgresJobStore(pool, schema);
     const t0 = new Date("2030-01-01T00:00:00Z");
-    const a = await acquireLock(pool, t, "l1", "node-a", 1000, t0);
+    const a = await store.acquireLock("l1", "node-a", 1000, t0);
     expect(a).toEqual({ lockedAt: t0, expiresAt: at(t0, 1000) });
-    expect(await acquireLock(pool, t, "l1", "node-b", 1000, at(t0, 500))).toBeNull();
+    expect(await store.acquireLock("l1", "node-b", 1000, at(t0, 500))).toBeNull();
     // The owner acquiring again extends it and keeps locked_at.
-    expect(await acquireLock(pool, t, "l1", "node-a", 1000, at(t0, 600))).toEqual({
+    expect(await store.acquireLock("l1", "node-a", 1000, at(t0, 600))).toEqual({
       lockedAt: t0,
       expiresAt: at(t0, 1600),
     });
-    expect(await renewLock(pool, t, "l1", "node-a", 1000, at(t0, 1500))).toEqual({
+    expect(await store.renewLock("l1", "node-a", 1000, at(t0, 1500))).toEqual({
       lockedAt: t0,
       expiresAt: at(t0, 2500),
     });
-    expect(await renewLock(pool, t, "l1", "node-b", 1000, at(t0, 1500))).toBeNull();
-    expect(await releaseLock(pool, t, "l1", "node-b")).toBe(false);
-    expect(await releaseLock(pool, t, "l1", "node-a")).toBe(true);
-    expect(await acquireLock(pool, t, "l1", "node-b", 1000, at(t0, 1600))).not.toBeNull();
+    expect(await store.renewLock("l1", "node-b", 1000, at(t0, 1500))).toBeNull();
+    expect(await store.releaseLock("l1", "node-b")).toBe(false);
+    expect(await store.releaseLock("l1", "node-a")).toBe(true);
+    expect(await store.acquireLock("l1", "node-b", 1000, at(t0, 1600))).not.toBeNull();
   });
 
   it("a crashed holder's lease expires by the database's clock; it cannot renew after that", async () => {
-    const t = tablesFor(schema);
+    const store = new PostgresJobStore(pool, schema);
     const t0 = new Date("2031-01-01T00:00:00Z");
-    expect(await acquireLock(pool, t, "l2", "crashed", 1000, t0)).not.toBeNull();
-    expect(await acquireLock(pool, t, "l2", "survivor", 1000, at(t0, 999))).toBeNull();
-    expect(await acquireLock(pool, t, "l2", "survivor", 1000, at(t0, 1001))).toEqual({
+    expect(await store.acquireLock("l2", "crashed", 1000, t0)).not.toBeNull();
+    expect(await store.acquireLock("l2", "survivor", 1000, at(t0, 999))).toBeNull();
+    expect(await store.acquireLock("l2", "survivor", 1000, at(t0, 1001))).toEqual({
       lockedAt: at(t0, 1001),
       expiresAt: at(t0, 2001),
     });
-    expect(await renewLock(pool, t, "l2", "crashed", 1000, at(t0, 1002))).toBeNull();
+    expect(await store.renewLock("l2", "crashed", 1000, at(t0, 1002))).toBeNull();
     // Even unclaimed, an expired lease cannot be renewed: its holder may have been overtaken.
-    expect(await acquireLock(pool, t, "l3", "x", 100, t0)).not.toBeNull();
-    expect(await renewLock(pool, t, "l3", "x", 100, at(t0, 101))).toBeNull();
+    expect(await store.acquireLock("l3", "x", 100, t0)).not.toBeNull();
+    expect(await store.renewLock("l3", "x", 100, at(t0, 101))).toBeNull();
   });
 });
 

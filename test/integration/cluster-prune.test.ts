@@ -70,8 +70,7 @@ describe("pruner", () => {
     const n = clusterNode(schema, "budget", { pruneBatchSize: 10 });
     ends.push(n.end);
     const pruner = new Pruner({
-      db: n.pool,
-      tables: n.tables,
+      store: n.store,
       leases: n.services.leases,
       clock: systemClock,
       events: n.events,

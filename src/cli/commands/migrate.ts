@@ -3,7 +3,7 @@
  * stands and exits 1 when migrations are pending (for a deploy step or a readiness gate, as River's CLI
  * does); `--print` writes the SQL that would run, for review or for a DBA to apply by hand.
  */
-import { migrationScript, migrationStatus, type MigrationStatus } from "../../store/migrate.js";
+import { migrationScript, type MigrationStatus } from "../../store/migrate.js";
 import { flagOpt, jsonOption, UsageError } from "../args.js";
 import type { Command, CommandContext } from "../command.js";
 import { json } from "../format.js";
@@ -31,7 +31,7 @@ export const migrateCommand: Command = {
     const pawl = ctx.pawl();
     const schema = pawl.config.schema;
     if (check || print) {
-      const status = await migrationStatus(pawl.store.pool, schema);
+      const status = await pawl.store.migrationStatus();
       return check
         ? report(ctx, schema, status, flagOpt(args, "json"))
         : printSql(ctx, schema, status, flagOpt(args, "json"));
