@@ -18,9 +18,10 @@ import { withClaimRowTypes } from "./claim-row-types.js";
 import { named, payloadVariants, type Queryable, type Tables } from "./sql.js";
 
 /**
- * A claimed job as the runtime needs it. `payload` is absent on the lightweight path. Times are epoch
- * milliseconds, not Dates: the claim statements parse their timestamps straight to numbers
- * (./claim-row-types.ts), since the runtime only subtracts them.
+ * A claimed job as the runtime needs it, and nothing more (every column is parsed for every job of every
+ * claim). `payload` is absent on the lightweight path. The one time is epoch milliseconds, not a Date: the
+ * claim statements parse timestamps straight to numbers (./claim-row-types.ts), since the runtime only
+ * subtracts it. `picked_at` is not returned: nothing on the node reads it (getJob shows it).
  */
 export interface ClaimedJob {
   id: string;
@@ -35,8 +36,6 @@ export interface ClaimedJob {
   timeoutMs: number | null;
   /** When the row became due (`scheduled_time`), epoch ms. */
   scheduledAtMs: number;
-  /** When this claim picked it (`picked_at`, the database's clock), epoch ms. */
-  pickedAtMs: number;
   payload?: unknown;
 }
 
@@ -70,7 +69,6 @@ export interface ClaimRow {
   max_attempts: number;
   timeout_ms: number | null;
   scheduled_time: number;
-  picked_at: number;
   payload?: unknown;
 }
 
@@ -139,7 +137,7 @@ export function claimUpdateSql(t: Tables, now: string, withPayload: boolean, ext
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
       AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
     RETURNING j.id, j.type, j.queue, j.priority, j.priority + ${boostSql(now, "j")} AS effective, j.attempts,
-              j.max_attempts, j.timeout_ms, j.scheduled_time, j.picked_at${withPayload ? ", j.payload" : ""}${extra}`;
+              j.max_attempts, j.timeout_ms, j.scheduled_time${withPayload ? ", j.payload" : ""}${extra}`;
 }
 
 /** The claim's `now`: parameter `$5` when given (tests), else the database's now(). */
@@ -166,7 +164,6 @@ export function toClaimedJob(r: ClaimRow, withPayload: boolean): ClaimedJob {
     maxAttempts: r.max_attempts,
     timeoutMs: r.timeout_ms,
     scheduledAtMs: r.scheduled_time,
-    pickedAtMs: r.picked_at,
     ...(withPayload ? { payload: r.payload } : {}),
   };
 }
@@ -224,7 +221,6 @@ interface ClaimOneRow {
   max_attempts: number;
   timeout_ms: number | null;
   scheduled_time: number;
-  picked_at: number;
   payload: unknown;
 }
 
@@ -246,7 +242,7 @@ export async function claimJobById(
      SET status = 'RUNNING', picked_by = $2, picked_at = now(), attempts = j.attempts + 1, updated_at = now()
      WHERE j.id = $1 AND j.status = 'PENDING'
      RETURNING j.id, j.type, j.queue, j.priority, j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time,
-               j.picked_at, j.payload`,
+               j.payload`,
   );
   const res = await db.query<ClaimOneRow>(withClaimRowTypes(stmt([id, nodeId])));
   const r = res.rows[0];
@@ -261,7 +257,6 @@ export async function claimJobById(
     maxAttempts: r.max_attempts,
     timeoutMs: r.timeout_ms,
     scheduledAtMs: r.scheduled_time,
-    pickedAtMs: r.picked_at,
     payload: r.payload,
   };
 }

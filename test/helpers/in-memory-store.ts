@@ -293,7 +293,6 @@ export class InMemoryJobStore implements NodeStore {
       maxAttempts: j.maxAttempts,
       timeoutMs: j.timeoutMs,
       scheduledAtMs: j.scheduledTime.getTime(),
-      pickedAtMs: (j.pickedAt as Date).getTime(),
     };
     if (withPayload) c.payload = j.payload;
     return c;

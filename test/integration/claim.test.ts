@@ -202,7 +202,6 @@ describe("claim rows' times", () => {
       const job = await store.get(row!.id);
       expect(typeof claimed[0]?.scheduledAtMs).toBe("number");
       expect(claimed[0]?.scheduledAtMs).toBe(job!.scheduledTime.getTime());
-      expect(claimed[0]?.pickedAtMs).toBe(job!.pickedAt!.getTime());
       expect(job!.scheduledTime).toBeInstanceOf(Date); // the public Job keeps its Dates
     } finally {
       await zoned.end();

@@ -37,7 +37,6 @@ const claimed = (id: string, queue = "default", priority = 0): ClaimedJob => ({
   maxAttempts: 3,
   timeoutMs: null,
   scheduledAtMs: 0,
-  pickedAtMs: 0,
   payload: {},
 });
 
