@@ -22,23 +22,14 @@ export interface LockRow extends LockGrant {
   held: boolean;
 }
 
-/**
- * Takes the lease `name` for `owner` for `ttlMs`, if it is free, expired or already `owner`'s (then it is
- * extended). Returns the grant, or null when another owner holds it.
- */
-export async function acquireLock(
-  db: Queryable,
-  t: Tables,
-  name: string,
-  owner: string,
-  ttlMs: number,
-  now: Date | null = null,
-): Promise<LockGrant | null> {
-  const res = await db.query<{ locked_at: Date; expires_at: Date }>(
-    named(
-      t,
-      "lock_acquire",
-      `INSERT INTO ${t.locks} AS l (lock_name, owner_node, locked_at, expires_at)
+/** How {@link grantLock} grants a lease. */
+export type LockGrantKind = "acquire" | "renew";
+
+/** The statement of each kind of grant; parameters: name, owner, TTL ms, now. */
+const grantSql: Record<LockGrantKind, (t: Tables) => string> = {
+  // Succeeds when the lease is free, expired or already the owner's (then it is extended, keeping
+  // locked_at).
+  acquire: (t) => `INSERT INTO ${t.locks} AS l (lock_name, owner_node, locked_at, expires_at)
        VALUES ($1, $2, coalesce($4::timestamptz, now()),
                coalesce($4::timestamptz, now()) + $3::bigint * interval '1 millisecond')
        ON CONFLICT (lock_name) DO UPDATE SET
@@ -48,33 +39,30 @@ export async function acquireLock(
          expires_at = EXCLUDED.expires_at
        WHERE l.expires_at < EXCLUDED.locked_at OR l.owner_node = EXCLUDED.owner_node
        RETURNING l.locked_at, l.expires_at`,
-    )([name, owner, ttlMs, now]),
-  );
-  const row = res.rows[0];
-  return row ? { lockedAt: row.locked_at, expiresAt: row.expires_at } : null;
-}
+  // Fails once the lease has expired, even if nobody took it since: the holder may already have been
+  // overtaken, so it must stop and acquire again.
+  renew: (t) => `UPDATE ${t.locks}
+       SET expires_at = coalesce($4::timestamptz, now()) + $3::bigint * interval '1 millisecond'
+       WHERE lock_name = $1 AND owner_node = $2 AND expires_at >= coalesce($4::timestamptz, now())
+       RETURNING locked_at, expires_at`,
+};
 
 /**
- * Extends `owner`'s lease by `ttlMs` from now. Fails (null) when the lease has expired, even if nobody
- * took it since: the holder may already have been overtaken, so it must stop and acquire again.
+ * Grants `owner` the lease `name` for `ttlMs` from now. `acquire` takes it if it is free, expired or
+ * already `owner`'s (then it is extended); `renew` extends `owner`'s lease only while it has not expired.
+ * Returns the grant, or null when refused.
  */
-export async function renewLock(
+export async function grantLock(
   db: Queryable,
   t: Tables,
+  kind: LockGrantKind,
   name: string,
   owner: string,
   ttlMs: number,
   now: Date | null = null,
 ): Promise<LockGrant | null> {
   const res = await db.query<{ locked_at: Date; expires_at: Date }>(
-    named(
-      t,
-      "lock_renew",
-      `UPDATE ${t.locks}
-       SET expires_at = coalesce($4::timestamptz, now()) + $3::bigint * interval '1 millisecond'
-       WHERE lock_name = $1 AND owner_node = $2 AND expires_at >= coalesce($4::timestamptz, now())
-       RETURNING locked_at, expires_at`,
-    )([name, owner, ttlMs, now]),
+    named(t, `lock_${kind}`, grantSql[kind](t))([name, owner, ttlMs, now]),
   );
   const row = res.rows[0];
   return row ? { lockedAt: row.locked_at, expiresAt: row.expires_at } : null;

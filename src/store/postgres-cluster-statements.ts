@@ -12,7 +12,7 @@ import type {
   PruneStore,
   RecurringStore,
 } from "./cluster-store.js";
-import { acquireLock, listLocks, releaseLock, renewLock, type LockGrant, type LockRow } from "./lock-sql.js";
+import { grantLock, listLocks, releaseLock, type LockGrant, type LockRow } from "./lock-sql.js";
 import {
   deleteExpiredNodes,
   getNode,
@@ -112,11 +112,11 @@ export abstract class PostgresClusterStatements
     ttlMs: number,
     now: Date | null = null,
   ): Promise<LockGrant | null> {
-    return acquireLock(this.db, this.tables, name, owner, ttlMs, now);
+    return grantLock(this.db, this.tables, "acquire", name, owner, ttlMs, now);
   }
 
   renewLock(name: string, owner: string, ttlMs: number, now: Date | null = null): Promise<LockGrant | null> {
-    return renewLock(this.db, this.tables, name, owner, ttlMs, now);
+    return grantLock(this.db, this.tables, "renew", name, owner, ttlMs, now);
   }
 
   releaseLock(name: string, owner: string): Promise<boolean> {
