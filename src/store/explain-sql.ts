@@ -31,15 +31,40 @@ export interface ExplainTimings {
   orphanSweepIntervalMs: number;
 }
 
+/** One resource's permits as {@link permitsSql} reads them. */
+interface RawPermits {
+  resource: string;
+  held: number;
+  holders: { job_id: string; node_id: string; acquired_at: string }[];
+}
+
+/** Held permits per resource with their first holders (explain's facts and the console's view). */
+const permitsSql = (t: Tables) => `SELECT resource, count(*)::int AS held,
+                 (array_agg(json_build_object('job_id', job_id::text, 'node_id', node_id, 'acquired_at', acquired_at)
+                            ORDER BY acquired_at, job_id))[1:${maxPermitHolders}] AS holders
+          FROM ${t.permits} GROUP BY resource ORDER BY resource LIMIT 100`;
+
+/** Maps {@link permitsSql}'s rows by resource. */
+function toPermits(rows: readonly RawPermits[]): Record<string, ExplainPermits> {
+  const out: Record<string, ExplainPermits> = {};
+  for (const r of rows) {
+    out[r.resource] = {
+      held: r.held,
+      holders: r.holders.map((h) => ({
+        jobId: h.job_id,
+        nodeId: h.node_id,
+        acquiredAt: new Date(h.acquired_at),
+      })),
+    };
+  }
+  return out;
+}
+
 interface Raw {
   db_now: Date;
   nodes: { node_id: string; heartbeat_ts: string; age_ms: number; alive: boolean; registry: unknown }[];
   pauses: { kind: "queue" | "type"; name: string; paused_at: string; paused_by: string | null }[];
-  permits: {
-    resource: string;
-    held: number;
-    holders: { job_id: string; node_id: string; acquired_at: string }[];
-  }[];
+  permits: RawPermits[];
   deps: { id: string; flow_step: string | null; type: string; status: string }[];
 }
 
@@ -56,11 +81,7 @@ const statement = (t: Tables) =>
        (SELECT coalesce(json_agg(p), '[]') FROM (
           SELECT kind, name, paused_at, paused_by FROM ${pauseTable(t)}
           WHERE (kind = 'queue' AND name = $2) OR (kind = 'type' AND name = $3)) p) AS pauses,
-       (SELECT coalesce(json_agg(r), '[]') FROM (
-          SELECT resource, count(*)::int AS held,
-                 (array_agg(json_build_object('job_id', job_id::text, 'node_id', node_id, 'acquired_at', acquired_at)
-                            ORDER BY acquired_at, job_id))[1:${maxPermitHolders}] AS holders
-          FROM ${t.permits} GROUP BY resource ORDER BY resource LIMIT 100) r) AS permits,
+       (SELECT coalesce(json_agg(r), '[]') FROM (${permitsSql(t)}) r) AS permits,
        -- A waiting member's unfinished dependencies are the members whose flow_next names it. Only live
        -- rows can be unfinished, so this reads the live table alone, by the flow's index.
        (SELECT coalesce(json_agg(d), '[]') FROM (
@@ -103,17 +124,7 @@ export async function readExplainFacts(
     ageMs: Math.round(n.age_ms),
     registry: isRegistry(n.registry) ? n.registry : null,
   }));
-  const permits: Record<string, ExplainPermits> = {};
-  for (const r of raw.permits) {
-    permits[r.resource] = {
-      held: r.held,
-      holders: r.holders.map((h) => ({
-        jobId: h.job_id,
-        nodeId: h.node_id,
-        acquiredAt: new Date(h.acquired_at),
-      })),
-    };
-  }
+  const permits = toPermits(raw.permits);
   const dependencies: ExplainDependency[] = raw.deps.map((d) => ({
     id: d.id,
     step: d.flow_step,
@@ -146,30 +157,6 @@ function isRegistry(v: unknown): v is NodeRegistry {
 
 /** Held permits by resource, each with its first {@link maxPermitHolders} holders (the console's permits view). */
 export async function listPermits(db: Queryable, t: Tables): Promise<Record<string, ExplainPermits>> {
-  const res = await db.query<{
-    resource: string;
-    held: number;
-    holders: { job_id: string; node_id: string; acquired_at: string }[];
-  }>(
-    named(
-      t,
-      "explain_permits",
-      `SELECT resource, count(*)::int AS held,
-              (array_agg(json_build_object('job_id', job_id::text, 'node_id', node_id, 'acquired_at', acquired_at)
-                         ORDER BY acquired_at, job_id))[1:${maxPermitHolders}] AS holders
-       FROM ${t.permits} GROUP BY resource ORDER BY resource LIMIT 100`,
-    )([]),
-  );
-  const out: Record<string, ExplainPermits> = {};
-  for (const r of res.rows) {
-    out[r.resource] = {
-      held: r.held,
-      holders: r.holders.map((h) => ({
-        jobId: h.job_id,
-        nodeId: h.node_id,
-        acquiredAt: new Date(h.acquired_at),
-      })),
-    };
-  }
-  return out;
+  const res = await db.query<RawPermits>(named(t, "explain_permits", permitsSql(t))([]));
+  return toPermits(res.rows);
 }
