@@ -2,6 +2,7 @@
  * The job as users see it, and the mapping from a scheduler_job_queue row. Ids are bigints in the
  * database and strings in JavaScript, so they never lose precision.
  */
+import { jobTableColumns, type JobTableColumn } from "./finished-sql.js";
 
 /**
  * The statuses a job can be in. A retry is PENDING again with a later scheduled time. WAITING (a flow step
@@ -105,36 +106,26 @@ export interface JobRow {
   paused_by?: "job" | "queue" | "type" | null;
 }
 
-/** Every column, for SELECT and RETURNING lists (qualified by `alias` when given). */
+/**
+ * The columns pawl keeps for its own bookkeeping (a flow's wiring, a signal's delivery) and never maps into
+ * a {@link Job}: the read lists leave them out, so a read never carries a flow's inputs or a signal's payload.
+ */
+const bookkeepingColumns: ReadonlySet<JobTableColumn> = new Set([
+  "deps_pending",
+  "flow_next",
+  "flow_inputs",
+  "signal_payload",
+  "signal_deadline",
+  "signaled_at",
+]);
+
+/** The columns a {@link JobRow} has: the job tables' ({@link jobTableColumns}), in their order. */
+const rowColumns = jobTableColumns.filter((c) => !bookkeepingColumns.has(c));
+
+/** Every column of a {@link JobRow}, for SELECT and RETURNING lists (qualified by `alias` when given). */
 export function jobColumns(alias?: string): string {
   const p = alias ? `${alias}.` : "";
-  return [
-    "id",
-    "type",
-    "queue",
-    "payload",
-    "priority",
-    "status",
-    "scheduled_time",
-    "attempts",
-    "max_attempts",
-    "timeout_ms",
-    "picked_by",
-    "picked_at",
-    "unique_key",
-    "errors",
-    "result",
-    "cancel_reason",
-    "created_at",
-    "updated_at",
-    "finished_at",
-    "flow_id",
-    "flow_step",
-    "signal_state",
-    "paused_by",
-  ]
-    .map((c) => p + c)
-    .join(", ");
+  return rowColumns.map((c) => p + c).join(", ");
 }
 
 /** Maps a row to a {@link Job}. */
