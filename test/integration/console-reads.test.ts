@@ -1,0 +1,131 @@
+/**
+ * The console's store reads on a real database: the overview (grouped counts, their cap, the oldest due
+ * PENDING job across priority levels, the last hour's outcomes), keyset pages of flows and schedules, and
+ * a workflow's graph edges and layout.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { NonRetryableError, type Pawl } from "../../src/index.js";
+import { listFlowPage, readFlowGraph } from "../../src/store/flow-page-sql.js";
+import { readOverview } from "../../src/store/overview-sql.js";
+import { listSchedulePage } from "../../src/store/schedule-page-sql.js";
+import { tablesFor, type Tables } from "../../src/store/sql.js";
+import { layoutFlowGraph } from "../../observability/console/flow-graph.js";
+import { setupSchema, testPawl } from "../helpers/pawl.js";
+import { testNode } from "../helpers/node.js";
+
+let schema: string;
+let pool: pg.Pool;
+let cleanup: () => Promise<void>;
+let t: Tables;
+let client: Pawl;
+
+beforeAll(async () => {
+  ({ schema, pool, cleanup } = await setupSchema("cons"));
+  t = tablesFor(schema);
+  client = testPawl(schema);
+});
+afterAll(async () => {
+  await client?.close();
+  await cleanup?.();
+});
+
+describe("readOverview", () => {
+  it("counts by status, queue and type, finds the oldest due job across priorities, and counts the last hour", async () => {
+    // A node runs one success and one death, so the finished table has an hour's outcomes.
+    const node = testNode(schema);
+    node.register("ok.run", async () => ({}));
+    node.register("bad.run", async () => {
+      throw new NonRetryableError("no");
+    });
+    await node.start();
+    const ok = await node.enqueue("ok.run", {});
+    const bad = await node.enqueue("bad.run", {});
+    await Promise.all([
+      node.events.next("job:succeeded", (e) => e.job.id === ok.id),
+      node.events.next("job:dead", (e) => e.job.id === bad.id),
+    ]);
+    await node.close();
+
+    // Pending jobs nobody runs: three mail jobs in two queues, and one report at a higher priority.
+    await client.enqueue("mail.send", {}, { queue: "a" });
+    await client.enqueue("mail.send", {}, { queue: "a" });
+    await client.enqueue("mail.send", {}, { queue: "b" });
+    const urgent = await client.enqueue("report.build", {}, { priority: 90 });
+    const old = await client.enqueue("mail.send", {}, { queue: "b", priority: 1 });
+    // The oldest due job is at the lowest priority: a read of only the first level would miss it.
+    await pool.query(`UPDATE ${t.jobs} SET scheduled_time = now() - interval '10 minutes' WHERE id = $1`, [
+      old.id,
+    ]);
+    await pool.query(`UPDATE ${t.jobs} SET scheduled_time = now() - interval '1 minute' WHERE id = $1`, [
+      urgent.id,
+    ]);
+    // A job due later is not "waiting": it must not count as the oldest.
+    await client.enqueue("mail.send", {}, { queue: "b", runAt: new Date(Date.now() - 3_600_000) });
+    await pool.query(
+      `UPDATE ${t.jobs} SET scheduled_time = now() + interval '1 day' WHERE scheduled_time < now() - interval '30 minutes'`,
+    );
+
+    const o = await readOverview(pool, t);
+    expect(o.capped).toBe(false);
+    expect(o.byStatus).toEqual({ PENDING: 6, DEAD: 1 });
+    expect(o.groups).toContainEqual({ status: "PENDING", queue: "a", type: "mail.send", count: 2 });
+    expect(o.groups).toContainEqual({ status: "PENDING", queue: "b", type: "mail.send", count: 3 });
+    expect(o.groups).toContainEqual({ status: "DEAD", queue: "default", type: "bad.run", count: 1 });
+    expect(o.groups[0]).toMatchObject({ count: 3 }); // largest first
+    expect(o.oldestPendingId).toBe(old.id);
+    expect(o.oldestPendingMs).toBeGreaterThanOrEqual(590_000);
+    expect(o.oldestPendingMs).toBeLessThan(700_000);
+    expect(o.lastHour).toEqual({ succeeded: 1, dead: 1, canceled: 0 });
+
+    // Capped: at most two live rows read, so the counts are lower bounds and say so; two groups at most.
+    const capped = await readOverview(pool, t, { scanCap: 2, maxGroups: 2 });
+    expect(capped.capped).toBe(true);
+    expect(capped.byStatus.PENDING).toBe(2);
+    expect(capped.groups.length).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("flows and schedules", () => {
+  it("pages flows by id and reads a workflow's edges, laid out by longest path", async () => {
+    await client.chain([{ type: "x.step" }, { type: "x.step" }]);
+    await client.batch({ type: "x.child", items: [{}, {}] });
+    const wf = await client.workflow({
+      jobs: [
+        { name: "A", type: "extract" },
+        { name: "B", type: "transform", dependsOn: ["A"] },
+        { name: "C", type: "enrich", dependsOn: ["A"] },
+        { name: "D", type: "load", dependsOn: ["B", "C", "A"] },
+      ],
+    });
+    const first = await listFlowPage(pool, t, { limit: 2 });
+    expect(first.map((f) => f.id)).toEqual([wf.flowId, String(Number(wf.flowId) - 1)]);
+    const second = await listFlowPage(pool, t, { limit: 2, beforeId: first[1]!.id });
+    expect(second.map((f) => f.kind)).toEqual(["chain"]);
+    expect((await listFlowPage(pool, t, { kind: "workflow" })).map((f) => f.id)).toEqual([wf.flowId]);
+
+    const graph = await readFlowGraph(pool, t, wf.flowId);
+    const byStep = Object.fromEntries(graph.map((m) => [m.step, m]));
+    expect(byStep.A?.next.sort()).toEqual([byStep.B!.id, byStep.C!.id, byStep.D!.id].sort());
+    expect(byStep.D?.next).toEqual([]);
+    expect(byStep.A?.status).toBe("PENDING");
+    expect(byStep.D?.status).toBe("WAITING");
+
+    const layout = layoutFlowGraph(graph);
+    const layerOf = Object.fromEntries(layout.placed.map((p) => [p.member.step, p.layer]));
+    // D depends on A directly too, but sits after B and C: its longest path, not its shortest.
+    expect(layerOf).toEqual({ A: 0, B: 1, C: 1, D: 2 });
+    expect(layout.edges).toHaveLength(5);
+    expect(layout.rows).toBe(2);
+  });
+
+  it("pages schedules by name", async () => {
+    for (const name of ["nightly", "hourly", "weekly"]) await client.schedule(name, "0 3 * * *");
+    const first = await listSchedulePage(pool, t, { limit: 2 });
+    expect(first.map((s) => s.name)).toEqual(["hourly", "nightly"]);
+    expect(first[0]!.nextFireAt).toBeInstanceOf(Date);
+    expect(first[0]!.nextFireAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
+    const next = await listSchedulePage(pool, t, { limit: 2, afterName: "nightly" });
+    expect(next.map((s) => s.name)).toEqual(["weekly"]);
+  });
+});
