@@ -15,8 +15,15 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypt
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Pawl } from "../../src/index.js";
 import { listPermits } from "../../src/store/explain-sql.js";
+import { flowFromRow } from "../../src/composition/flows.js";
+import { readFlow } from "../../src/store/flow-sql.js";
+import { listFlowPage, maxFlowGraphMembers, readFlowGraph } from "../../src/store/flow-page-sql.js";
+import { readOverview } from "../../src/store/overview-sql.js";
+import { listSchedulePage } from "../../src/store/schedule-page-sql.js";
 import type { RequestHandler } from "../inspector.js";
+import { flowPage, flowsPage } from "./flow-pages.js";
 import { layout, type Html, type PageContext } from "./html.js";
+import { overviewPage } from "./overview-page.js";
 import {
   actorsPage,
   breakersPage,
@@ -24,10 +31,10 @@ import {
   jobPage,
   jobsPage,
   nodesPage,
-  overviewPage,
   pausedPage,
   type JobFilters,
 } from "./pages.js";
+import { schedulesPage } from "./schedules-page.js";
 
 /** Options of {@link createConsole}. */
 export interface ConsoleOptions {
@@ -169,8 +176,40 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     const q = (k: string) => url.searchParams.get(k)?.trim() || undefined;
     const now = new Date();
     if (route === "/") {
-      const [counts, cluster] = await Promise.all([pawl.store.counts(200), pawl.cluster()]);
-      return page(res, ctx("Overview"), "", overviewPage(ctx("Overview"), counts, cluster.nodes));
+      const [overview, cluster] = await Promise.all([
+        readOverview(pawl.store.pool, pawl.store.tables, { maxGroups: 50 }),
+        pawl.cluster(),
+      ]);
+      return page(res, ctx("Overview"), "", overviewPage(ctx("Overview"), overview, cluster.nodes));
+    }
+    if (route === "/flows") {
+      const kind = q("kind");
+      const known = kind === "chain" || kind === "batch" || kind === "workflow" ? kind : undefined;
+      const rows = await listFlowPage(pawl.store.pool, pawl.store.tables, {
+        ...(known ? { kind: known } : {}),
+        ...(q("before") ? { beforeId: q("before") } : {}),
+        limit: pageSize,
+      });
+      const c = ctx("Flows");
+      return page(res, c, "/flows", flowsPage(c, rows, known, pageSize, now));
+    }
+    const flowMatch = /^\/flows\/(\d{1,19})$/.exec(route);
+    if (flowMatch) {
+      const id = flowMatch[1] as string;
+      const row = await readFlow(pawl.store.pool, pawl.store.tables, id);
+      if (!row) return send(res, 404, "text/plain", `no flow ${id}\n`);
+      const members = await readFlowGraph(pawl.store.pool, pawl.store.tables, id);
+      const c = ctx(`Flow ${id}`);
+      return page(res, c, "/flows", flowPage(c, flowFromRow(row), members, maxFlowGraphMembers, now));
+    }
+    if (route === "/schedules") {
+      const after = q("after");
+      const rows = await listSchedulePage(pawl.store.pool, pawl.store.tables, {
+        ...(after ? { afterName: after } : {}),
+        limit: pageSize,
+      });
+      const c = ctx("Schedules");
+      return page(res, c, "/schedules", schedulesPage(c, rows, pageSize, now));
     }
     if (route === "/jobs") {
       const f: JobFilters = { status: q("status"), type: q("type"), queue: q("queue"), before: q("before") };

@@ -110,6 +110,8 @@ export function actionForm(
 const nav: [string, string][] = [
   ["", "Overview"],
   ["/jobs", "Jobs"],
+  ["/flows", "Flows"],
+  ["/schedules", "Schedules"],
   ["/dlq", "Dead letters"],
   ["/paused", "Paused"],
   ["/nodes", "Nodes"],
@@ -129,6 +131,10 @@ th{background:#eef0f4;font-weight:600}pre{background:#fff;border:1px solid #e3e6
 button.danger{border-color:#b3261e;color:#b3261e}.status{font-weight:600}.s-DEAD{color:#b3261e}.s-SUCCEEDED{color:#1e7b34}.s-RUNNING{color:#1f5fbf}.s-PAUSED,.s-WAITING{color:#8a5a00}
 .verdict{font-size:1.05rem;font-weight:600}ul.reasons li{margin:.2rem 0}form.filters{display:flex;gap:.5rem;margin-bottom:1rem;flex-wrap:wrap}
 input,select{padding:.2rem .4rem}.tree ul{margin:0;padding-left:1.2rem}#events{height:18rem}
+.cards{display:flex;gap:.8rem;flex-wrap:wrap;margin-bottom:1rem}.card{background:#fff;border:1px solid #e3e6eb;padding:.6rem .9rem;min-width:11rem;display:flex;flex-direction:column}.card b{font-size:1.4rem}
+.graph{background:#fff;border:1px solid #e3e6eb;overflow:auto;margin-bottom:1rem}.g-node rect{fill:#fff;stroke:#8a93a6}.g-node text{font-size:12px;fill:#1d2330}.g-step{font-weight:600}
+.g-node.s-SUCCEEDED rect{fill:#e6f4ea;stroke:#1e7b34}.g-node.s-DEAD rect,.g-node.s-CANCELED rect{fill:#fbe9e7;stroke:#b3261e}.g-node.s-RUNNING rect{fill:#e8f0fe;stroke:#1f5fbf}
+.g-node.s-WAITING rect,.g-node.s-PAUSED rect{fill:#fff8e1;stroke:#8a5a00}.g-edge{fill:none;stroke:#8a93a6;stroke-width:1.5}.g-arrow{fill:#8a93a6}
 `;
 
 /** The whole page. */

@@ -3,32 +3,11 @@
  * action is a form that only {@link actionForm} renders, and only when actions are on.
  */
 import { describeReason, type Explanation, type Job, type NodeStatus } from "../../src/index.js";
-import type { JobCount } from "../../src/store/read-jobs.js";
 import type { ActorNode, ActorTree } from "../../src/index.js";
 import { actionForm, h, jsonBlock, raw, table, when, type Html, type PageContext } from "./html.js";
 
 const status = (s: string) => h`<span class="status s-${s}">${s}</span>`;
 const jobLink = (ctx: PageContext, id: string) => h`<a href="${ctx.base}/jobs/${id}">${id}</a>`;
-
-/** Counts by status and type, and by status. */
-export function overviewPage(ctx: PageContext, counts: JobCount[], nodes: NodeStatus[]): Html {
-  const byStatus = new Map<string, number>();
-  for (const c of counts) byStatus.set(c.status, (byStatus.get(c.status) ?? 0) + c.count);
-  const alive = nodes.filter((n) => n.alive).length;
-  return h`<h2>By status</h2>${table(
-    ["status", "jobs"],
-    [...byStatus].map(([s, n]) => [h`<a href="${ctx.base}/jobs?status=${s}">${status(s)}</a>`, n]),
-    "no pending, running or dead jobs",
-  )}<h2>By status and type</h2>${table(
-    ["status", "type", "jobs"],
-    counts.map((c) => [
-      status(c.status),
-      h`<a href="${ctx.base}/jobs?status=${c.status}&type=${encodeURIComponent(c.type)}">${c.type}</a>`,
-      c.count,
-    ]),
-    "no pending, running or dead jobs",
-  )}<h2>Cluster</h2><p>${alive} live node(s) of ${nodes.length}. <a href="${ctx.base}/nodes">Nodes</a></p>`;
-}
 
 /** Filters of the job list. */
 export interface JobFilters {
@@ -102,7 +81,8 @@ export function jobPage(
     "no failed attempt",
   )}${
     flowMembers
-      ? h`<h2>Flow ${job.flowId}</h2>${table(
+      ? h`<h2 id="flow">Flow <a href="${ctx.base}/flows/${job.flowId ?? ""}">${job.flowId}</a></h2>
+<p><a href="${ctx.base}/flows/${job.flowId ?? ""}">The flow's page, with its dependency graph →</a></p>${table(
           ["id", "step", "type", "status"],
           flowMembers.map((m) => [
             jobLink(ctx, m.id),

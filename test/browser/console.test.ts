@@ -46,6 +46,8 @@ let page: Page;
 let server: MetricsServer;
 let readOnly: MetricsServer;
 let failing = true;
+/** Holds the workflow's transform step RUNNING until the test has seen it on the graph. */
+const transformHolder: { held: Promise<void> } = { held: Promise.resolve() };
 const loadTimes: Record<string, number> = {};
 
 describe.skipIf(!executablePath)("console in headless Chromium", () => {
@@ -64,6 +66,11 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
       { service: "pay-api", maxAttempts: 1 },
     );
     node.register("report.build", async () => ({ ok: true }), { queue: "reports" });
+    for (const step of ["etl.extract", "etl.enrich", "etl.load"]) node.register(step, async () => ({ step }));
+    node.register("etl.transform", async () => {
+      await transformHolder.held;
+      return { step: "transform" };
+    });
     await node.start();
     const metrics = createMetrics(node);
     const inspector = createInspector(node, { token });
@@ -197,6 +204,65 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
     // The actors page's script opened the inspector's event stream and said so.
     await page.locator("#events", { hasText: "connected" }).waitFor();
     await shot("actors");
+  });
+
+  it("opens a workflow from a member's page and sees its dependency graph, each step with its state", async () => {
+    let releaseTransform: () => void = () => {};
+    transformHolder.held = new Promise<void>((resolve) => (releaseTransform = resolve));
+    const transformStarted = node.events.next("job:started", (e) => e.job.type === "etl.transform");
+    const wf = await node.workflow({
+      name: "nightly-etl",
+      jobs: [
+        { name: "extract", type: "etl.extract" },
+        { name: "transform", type: "etl.transform", dependsOn: ["extract"] },
+        { name: "enrich", type: "etl.enrich", dependsOn: ["extract"] },
+        { name: "load", type: "etl.load", dependsOn: ["transform", "enrich"] },
+      ],
+    });
+    await transformStarted;
+    const extractId = wf.jobIds[0] as string;
+
+    await open(`/jobs/${extractId}`, "job-in-flow");
+    await page.click(`h2#flow a[href="/console/flows/${wf.flowId}"]`);
+    await page.waitForURL(`**/console/flows/${wf.flowId}`);
+    const node_ = (step: string) => page.locator(`svg a.g-node[data-step="${step}"]`);
+    await expect(node_("extract").getAttribute("data-status")).resolves.toBe("SUCCEEDED");
+    await expect(node_("transform").getAttribute("data-status")).resolves.toBe("RUNNING");
+    await expect(node_("load").getAttribute("data-status")).resolves.toBe("WAITING");
+    // Laid out by dependency: extract first, transform and enrich next, load last; four edges drawn.
+    await expect(node_("extract").getAttribute("data-layer")).resolves.toBe("0");
+    await expect(node_("enrich").getAttribute("data-layer")).resolves.toBe("1");
+    await expect(node_("load").getAttribute("data-layer")).resolves.toBe("2");
+    await expect(page.locator("svg path.g-edge").count()).resolves.toBe(4);
+    await expect(node_("load").locator("text.g-status").textContent()).resolves.toBe("WAITING");
+    await expect(node_("load").boundingBox()).resolves.not.toBeNull(); // rendered, not only in the DOM
+    await shot("flow");
+
+    await open("/flows", "flows");
+    await expect(page.locator(`a[href="/console/flows/${wf.flowId}"]`).count()).resolves.toBe(1);
+    await shot("flows");
+
+    const loaded = node.events.next("job:succeeded", (e) => e.job.type === "etl.load");
+    releaseTransform();
+    await loaded;
+    await open(`/flows/${wf.flowId}`, "flow");
+    await expect(node_("load").getAttribute("data-status")).resolves.toBe("SUCCEEDED");
+  });
+
+  it("shows the overview's counts by queue, the oldest pending job and the schedules' next fires", async () => {
+    await node.enqueue("nobody.runs", {}, { queue: "backlog", runAt: new Date(Date.now() - 1000) });
+    await node.schedule("nightly-report", "0 3 * * *", {}, { type: "report.build" });
+    await open("", "overview-later");
+    await expect(page.locator("td", { hasText: "backlog" }).first().isVisible()).resolves.toBe(true);
+    await expect(page.locator("#oldest-pending b").textContent()).resolves.not.toBe("none due");
+    await expect(page.locator("#throughput b").textContent()).resolves.not.toBe("0");
+    await shot("overview");
+    await open("/schedules", "schedules");
+    const row = page.locator("tr", { has: page.locator('[data-schedule="nightly-report"]') });
+    await expect(row.locator(".next-fire time").getAttribute("datetime")).resolves.toMatch(
+      /T03:00:00\.000Z$/,
+    );
+    await shot("schedules");
   });
 
   it("read-only by default: no retry button, and the POST is refused", async () => {
