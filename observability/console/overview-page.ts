@@ -13,7 +13,7 @@ const status = (s: string) => h`<span class="status s-${s}">${s}</span>`;
 /** The overview page. */
 export function overviewPage(ctx: PageContext, o: Overview, nodes: NodeStatus[]): Html {
   const alive = nodes.filter((n) => n.alive).length;
-  const atLeast = o.capped ? "≥ " : "";
+  const atLeast = (s: string) => (o.capped.includes(s as never) ? "≥ " : "");
   const { succeeded, dead, canceled } = o.lastHour;
   const failureRate = succeeded + dead === 0 ? null : dead / (succeeded + dead);
   const q = (s: string, extra = "") => `${ctx.base}/jobs?status=${encodeURIComponent(s)}${extra}`;
@@ -28,10 +28,10 @@ export function overviewPage(ctx: PageContext, o: Overview, nodes: NodeStatus[])
     failureRate === null ? "-" : `${(failureRate * 100).toFixed(1)}%`
   }</b><span class="muted">${dead} dead, ${canceled} canceled</span></div>
 <div class="card"><span class="muted">Nodes</span><b><a href="${ctx.base}/nodes">${alive} live</a></b><span class="muted">of ${nodes.length}</span></div>
-</section>${o.capped ? h`<p class="muted">Counts stop at the read's cap: they are lower bounds.</p>` : ""}
+</section>${o.capped.length > 0 ? h`<p class="muted" id="capped">Counts of ${o.capped.join(", ")} stop at the read's cap: they are lower bounds (≥).</p>` : ""}
 <h2>By status</h2>${table(
     ["status", "jobs"],
-    Object.entries(o.byStatus).map(([s, n]) => [h`<a href="${q(s)}">${status(s)}</a>`, `${atLeast}${n}`]),
+    Object.entries(o.byStatus).map(([s, n]) => [h`<a href="${q(s)}">${status(s)}</a>`, `${atLeast(s)}${n}`]),
     "no live or dead jobs",
   )}<h2>By status, queue and type</h2>${table(
     ["status", "queue", "type", "jobs"],
@@ -39,7 +39,7 @@ export function overviewPage(ctx: PageContext, o: Overview, nodes: NodeStatus[])
       status(g.status),
       h`<a href="${q(g.status, `&queue=${encodeURIComponent(g.queue)}`)}">${g.queue}</a>`,
       h`<a href="${q(g.status, `&type=${encodeURIComponent(g.type)}`)}">${g.type}</a>`,
-      `${atLeast}${g.count}`,
+      `${atLeast(g.status)}${g.count}`,
     ]),
     "no live or dead jobs",
   )}`;

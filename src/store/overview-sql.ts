@@ -2,9 +2,10 @@
  * The console overview's one read: job counts grouped by status, queue and type; the age of the oldest
  * due PENDING job; and the last hour's outcomes. Every part is bounded, whatever the table's size:
  *
- * - Counts read at most `scanCap` live rows and `scanCap` DEAD rows (a LIMIT inside each subquery), and
- *   return the `maxGroups` largest groups. When a cap is reached the counts are lower bounds and
- *   `capped` says so: an exact count of ten million rows would cost a sequential scan on every page load.
+ * - Counts read at most `scanCap` rows of each status (a LIMIT inside each status's subquery, each on a
+ *   partial index of that status), and return the `maxGroups` largest groups. A status whose read
+ *   reached the cap is listed in `capped`: its counts are lower bounds. An exact count of ten million rows
+ *   would cost a sequential scan on every page load.
  * - The oldest due PENDING job comes from the claim index (priority DESC, scheduled_time, id WHERE
  *   PENDING): one index probe per distinct priority (a loose index scan, the claim's own `levels`), then
  *   the earliest scheduled_time among those firsts.
@@ -36,13 +37,13 @@ export interface Overview {
   groups: OverviewGroup[];
   /** Totals by status (over every row read, not only the groups returned). */
   byStatus: Partial<Record<JobStatus, number>>;
-  /** Whether a cap was reached: the counts are then at least these. */
-  capped: boolean;
+  /** The statuses whose read reached the cap: their counts (and their groups') are lower bounds. */
+  capped: JobStatus[];
   /** How long the oldest due PENDING job has waited since its scheduled time (null: none is due). */
   oldestPendingMs: number | null;
   /** The oldest due PENDING job's id. */
   oldestPendingId: string | null;
-  /** Jobs that finished in the last hour, by outcome (at most `scanCap` each). */
+  /** Jobs that finished in the last hour, by outcome (at most `scanCap` SUCCEEDED and CANCELED together, and `scanCap` DEAD). */
   lastHour: { succeeded: number; dead: number; canceled: number };
   /** The database's time of the read. */
   at: Date;
@@ -55,8 +56,7 @@ export async function readOverview(db: Queryable, t: Tables, bounds: OverviewBou
   const res = await db.query<{
     groups: { status: JobStatus; queue: string; type: string; count: number }[] | null;
     by_status: Partial<Record<JobStatus, number>> | null;
-    live_read: string;
-    dead_read: string;
+    capped: JobStatus[];
     oldest_id: string | null;
     oldest_ms: string | null;
     succeeded: string;
@@ -65,7 +65,18 @@ export async function readOverview(db: Queryable, t: Tables, bounds: OverviewBou
     at: Date;
   }>(
     `WITH live AS (
-       SELECT status, queue, type FROM ${t.jobs} LIMIT $1
+       (SELECT status, queue, type FROM ${t.jobs} WHERE status = 'PENDING' LIMIT $1)
+       UNION ALL
+       (SELECT status, queue, type FROM ${t.jobs} WHERE status = 'RUNNING' LIMIT $1)
+       UNION ALL
+       (SELECT status, queue, type FROM ${t.jobs} WHERE status = 'PAUSED' LIMIT $1)
+       UNION ALL
+       -- WAITING has no index of its own: its rows are flow members (the flow index) or parked for a
+       -- signal (the signal index), so each half is read through one, never by a scan of the table.
+       (SELECT status, queue, type FROM ${t.jobs} WHERE status = 'WAITING' AND flow_id IS NOT NULL LIMIT $1)
+       UNION ALL
+       (SELECT status, queue, type FROM ${t.jobs}
+        WHERE status = 'WAITING' AND signal_state = 'waiting' AND flow_id IS NULL LIMIT $1)
      ),
      dead AS (
        SELECT status, queue, type FROM ${t.finished} WHERE status = 'DEAD' ORDER BY finished_at DESC LIMIT $1
@@ -76,23 +87,21 @@ export async function readOverview(db: Queryable, t: Tables, bounds: OverviewBou
        GROUP BY status, queue, type
      ),
      hour AS (
-       SELECT
-         (SELECT count(*) FROM (SELECT 1 FROM ${t.finished}
-            WHERE status = 'SUCCEEDED' AND finished_at > now() - interval '1 hour'
-            LIMIT $1) s) AS succeeded,
-         (SELECT count(*) FROM (SELECT 1 FROM ${t.finished}
-            WHERE status = 'CANCELED' AND finished_at > now() - interval '1 hour'
-            LIMIT $1) c) AS canceled,
-         (SELECT count(*) FROM (SELECT 1 FROM ${t.finished}
-            WHERE status = 'DEAD' AND finished_at > now() - interval '1 hour'
-            LIMIT $1) d) AS dead
+       -- SUCCEEDED and CANCELED together: the predicate is the pruning index's own, so the planner reads
+       -- it (one status alone, when it has no recent rows, was planned as a scan of the whole table).
+       SELECT count(*) FILTER (WHERE s.status = 'SUCCEEDED') AS succeeded,
+              count(*) FILTER (WHERE s.status = 'CANCELED') AS canceled,
+              (SELECT count(*) FROM (SELECT 1 FROM ${t.finished}
+                 WHERE status = 'DEAD' AND finished_at > now() - interval '1 hour' LIMIT $1) d) AS dead
+       FROM (SELECT status FROM ${t.finished}
+             WHERE status IN ('SUCCEEDED', 'CANCELED') AND finished_at > now() - interval '1 hour' LIMIT $1) s
      )
      SELECT
        (SELECT json_agg(g) FROM (SELECT * FROM grouped ORDER BY count DESC, status, queue, type LIMIT $2) g) AS groups,
        (SELECT json_object_agg(status, n) FROM (SELECT status, sum(count)::int AS n FROM grouped GROUP BY status) s)
          AS by_status,
-       (SELECT count(*) FROM live) AS live_read,
-       (SELECT count(*) FROM dead) AS dead_read,
+       (SELECT coalesce(array_agg(status), '{}') FROM (SELECT status FROM live GROUP BY status HAVING count(*) >= $1
+          UNION SELECT 'DEAD' FROM dead HAVING count(*) >= $1) c) AS capped,
        o.id AS oldest_id,
        (extract(epoch FROM now() - o.scheduled_time) * 1000)::bigint AS oldest_ms,
        hour.succeeded, hour.canceled, hour.dead, now() AS at
@@ -105,7 +114,7 @@ export async function readOverview(db: Queryable, t: Tables, bounds: OverviewBou
   return {
     groups,
     byStatus: r.by_status ?? {},
-    capped: Number(r.live_read) >= cap || Number(r.dead_read) >= cap,
+    capped: r.capped,
     oldestPendingMs: r.oldest_ms === null ? null : Number(r.oldest_ms),
     oldestPendingId: r.oldest_id,
     lastHour: { succeeded: Number(r.succeeded), dead: Number(r.dead), canceled: Number(r.canceled) },

@@ -67,7 +67,7 @@ describe("readOverview", () => {
     );
 
     const o = await readOverview(pool, t);
-    expect(o.capped).toBe(false);
+    expect(o.capped).toEqual([]);
     expect(o.byStatus).toEqual({ PENDING: 6, DEAD: 1 });
     expect(o.groups).toContainEqual({ status: "PENDING", queue: "a", type: "mail.send", count: 2 });
     expect(o.groups).toContainEqual({ status: "PENDING", queue: "b", type: "mail.send", count: 3 });
@@ -78,10 +78,11 @@ describe("readOverview", () => {
     expect(o.oldestPendingMs).toBeLessThan(700_000);
     expect(o.lastHour).toEqual({ succeeded: 1, dead: 1, canceled: 0 });
 
-    // Capped: at most two live rows read, so the counts are lower bounds and say so; two groups at most.
+    // Capped: at most two rows of each status read, so PENDING's count is a lower bound and says so;
+    // DEAD (one row) is exact; two groups at most.
     const capped = await readOverview(pool, t, { scanCap: 2, maxGroups: 2 });
-    expect(capped.capped).toBe(true);
-    expect(capped.byStatus.PENDING).toBe(2);
+    expect(capped.capped).toEqual(["PENDING"]);
+    expect(capped.byStatus).toEqual({ PENDING: 2, DEAD: 1 });
     expect(capped.groups.length).toBeLessThanOrEqual(2);
   });
 });
@@ -110,6 +111,9 @@ describe("flows and schedules", () => {
     expect(byStep.D?.next).toEqual([]);
     expect(byStep.A?.status).toBe("PENDING");
     expect(byStep.D?.status).toBe("WAITING");
+
+    // Waiting members are counted through the flow index: the chain's second step, and B, C and D.
+    expect((await readOverview(pool, t)).byStatus.WAITING).toBe(4);
 
     const layout = layoutFlowGraph(graph);
     const layerOf = Object.fromEntries(layout.placed.map((p) => [p.member.step, p.layer]));
