@@ -198,9 +198,12 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
       const id = flowMatch[1] as string;
       const row = await readFlow(pawl.store.pool, pawl.store.tables, id);
       if (!row) return send(res, 404, "text/plain", `no flow ${id}\n`);
-      const members = await readFlowGraph(pawl.store.pool, pawl.store.tables, id);
+      // A chain's or workflow's graph needs its members at once (up to the cap); a batch's are paged.
+      const cap = row.kind === "batch" ? pageSize : maxFlowGraphMembers;
+      const after = row.kind === "batch" ? q("after") : undefined;
+      const members = await readFlowGraph(pawl.store.pool, pawl.store.tables, id, cap, after);
       const c = ctx(`Flow ${id}`);
-      return page(res, c, "/flows", flowPage(c, flowFromRow(row), members, maxFlowGraphMembers, now));
+      return page(res, c, "/flows", flowPage(c, flowFromRow(row), members, cap, now));
     }
     if (route === "/schedules") {
       const after = q("after");

@@ -52,7 +52,10 @@ export function flowsPage(
   )}${flows.length === pageSize ? h`<p><a rel="next" href="${ctx.base}/flows?${next.toString()}">Older flows →</a></p>` : ""}`;
 }
 
-/** One flow: its counters, its graph (chains and workflows) and its members. */
+/**
+ * One flow: its counters, its graph (chains and workflows, from their first `memberCap` members) and its
+ * members (a batch's a page at a time, `after` = the last id shown).
+ */
 export function flowPage(
   ctx: PageContext,
   flow: Flow,
@@ -60,9 +63,17 @@ export function flowPage(
   memberCap: number,
   now: Date,
 ): Html {
+  const full = members.length >= memberCap && members.length < flow.total;
+  const last = members.at(-1);
   const partial =
-    members.length >= memberCap && members.length < flow.total
-      ? h`<p class="muted">The first ${members.length} of ${flow.total} members (by id).</p>`
+    flow.kind === "batch"
+      ? ""
+      : full
+        ? h`<p class="muted">The first ${members.length} of ${flow.total} members (by id).</p>`
+        : "";
+  const more =
+    flow.kind === "batch" && full && last
+      ? h`<p><a rel="next" href="${ctx.base}/flows/${flow.id}?after=${last.id}">More members →</a></p>`
       : "";
   return h`<p>${flow.kind}${flow.name ? h` <b>${flow.name}</b>` : ""} · ${stateLabel(flow.state)} · failure policy <b>${flow.failurePolicy}</b></p>
 ${table(
@@ -96,5 +107,5 @@ ${table(
         .join(", "),
     ]),
     "no members",
-  )}`;
+  )}${more}`;
 }

@@ -23,7 +23,7 @@ export function overviewPage(ctx: PageContext, o: Overview, nodes: NodeStatus[])
       ? "none due"
       : h`<a href="${ctx.base}/jobs/${o.oldestPendingId ?? ""}">${age(o.oldestPendingMs)}</a>`
   }</b></div>
-<div class="card" id="throughput"><span class="muted">Succeeded in the last hour</span><b>${succeeded}</b><span class="muted">${(succeeded / 60).toFixed(1)}/min</span></div>
+<div class="card" id="throughput"><span class="muted">Succeeded in the last hour</span><b>${succeeded}</b><span class="muted">${(succeeded / 60).toFixed(1)}/min on average</span></div>
 <div class="card" id="failure-rate"><span class="muted">Failure rate, last hour</span><b>${
     failureRate === null ? "-" : `${(failureRate * 100).toFixed(1)}%`
   }</b><span class="muted">${dead} dead, ${canceled} canceled</span></div>

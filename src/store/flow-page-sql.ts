@@ -57,12 +57,16 @@ export interface FlowGraphMember {
   next: string[];
 }
 
-/** A flow's members (not its completion job) with their edges, in id order, at most `limit`. */
+/**
+ * A flow's members (not its completion job) with their edges, in id order, at most `limit`; after
+ * `afterId` when given (a batch's members are paged, on the flow index's (flow_id, id) order).
+ */
 export async function readFlowGraph(
   db: Queryable,
   t: Tables,
   flowId: string,
   limit = maxFlowGraphMembers,
+  afterId?: string,
 ): Promise<FlowGraphMember[]> {
   const res = await db.query<{
     id: string;
@@ -73,8 +77,13 @@ export async function readFlowGraph(
     next: string[] | null;
   }>(
     `SELECT id::text AS id, flow_step AS step, type, status, attempts, flow_next::text[] AS next
-     FROM ${t.all} WHERE flow_id = $1 AND flow_step IS NOT NULL ORDER BY id LIMIT $2`,
-    [flowId, Math.min(maxFlowGraphMembers, Math.max(1, Math.floor(limit)))],
+     FROM ${t.all} WHERE flow_id = $1 AND flow_step IS NOT NULL AND ($3::bigint IS NULL OR id > $3::bigint)
+     ORDER BY id LIMIT $2`,
+    [
+      flowId,
+      Math.min(maxFlowGraphMembers, Math.max(1, Math.floor(limit))),
+      afterId !== undefined && /^\d{1,19}$/.test(afterId) ? afterId : null,
+    ],
   );
   return res.rows.map((r) => ({ ...r, next: r.next ?? [] }));
 }

@@ -115,6 +115,10 @@ describe("flows and schedules", () => {
     // Waiting members are counted through the flow index: the chain's second step, and B, C and D.
     expect((await readOverview(pool, t)).byStatus.WAITING).toBe(4);
 
+    // Paged after an id, in id order (a batch's members are shown a page at a time).
+    const page2 = await readFlowGraph(pool, t, wf.flowId, 2, byStep.B!.id);
+    expect(page2.map((m) => m.step)).toEqual(["C", "D"]);
+
     const layout = layoutFlowGraph(graph);
     const layerOf = Object.fromEntries(layout.placed.map((p) => [p.member.step, p.layer]));
     // D depends on A directly too, but sits after B and C: its longest path, not its shortest.
