@@ -6,7 +6,7 @@ import { ValidationError } from "./errors.js";
 import { describeValue, storableText } from "./input-text.js";
 import { serializePayload } from "./payload.js";
 import { resolvePriority, type Priority } from "./priority.js";
-import type { Queryable } from "./store/sql.js";
+import type { SqlClient } from "./store/sql.js";
 
 /** Options of {@link Pawl.enqueue}. */
 export interface EnqueueOptions {
@@ -24,8 +24,11 @@ export interface EnqueueOptions {
   uniqueKey?: string;
   /** The queue. Default: the type's, else `default`. */
   queue?: string;
-  /** The caller's pg client inside their transaction: the job exists once that commits. */
-  client?: Queryable;
+  /**
+   * The caller's transaction: the job exists once that commits. A pg client, or any object whose
+   * `query(text, values)` resolves to `{ rows }` (an adapter over a query builder's transaction).
+   */
+  client?: SqlClient;
 }
 
 /** Defaults and checks a registered type contributes to enqueue. */

@@ -50,6 +50,7 @@ export { priorities, resolvePriority } from "./priority.js";
 export type { Priority, PriorityName } from "./priority.js";
 export type { Job, JobStatus, JobErrorRecord } from "./store/job-row.js";
 export type { EnqueuedJob } from "./store/enqueue-jobs.js";
+export type { SqlClient } from "./store/sql.js";
 export type { CancelResult } from "./store/cancel-job.js";
 export { JobStore } from "./store/job-store.js";
 export type { NodeStore } from "./store/job-store.js";

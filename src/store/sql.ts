@@ -13,6 +13,58 @@ export interface Queryable {
   ): Promise<QueryResult<R>>;
 }
 
+/**
+ * What a caller's transaction may be, as the `client` of a transactional enqueue: anything that runs a
+ * statement with `$1`-style parameters and resolves to its `rows`. A pg `Client`, `PoolClient` or `Pool`
+ * fits as it is; so does a two-line adapter over a query builder's transaction (kysely, knex, drizzle,
+ * docs/sql-enqueue.md). Structural on purpose: pawl must not depend on the builder.
+ *
+ * @example
+ * ```ts
+ * import { CompiledQuery } from "kysely";
+ * await db.transaction().execute(async (trx) => {
+ *   const client: SqlClient = { query: (text, values) => trx.executeQuery(CompiledQuery.raw(text, values)) };
+ *   await pawl.enqueue("order.confirm", { orderId }, { client });
+ * });
+ * ```
+ */
+export interface SqlClient {
+  /** Runs `text` with `values` bound to `$1`, `$2`... in the caller's transaction. */
+  query(text: string, values?: unknown[]): PromiseLike<{ rows: readonly unknown[] }>;
+}
+
+/**
+ * Whether `client` is node-postgres (a Client, PoolClient or Pool), which takes named statements. Judged
+ * from the shape, not `instanceof`, so a second copy of pg in node_modules is recognised too.
+ */
+function isNodePostgres(client: SqlClient): boolean {
+  const c = client as unknown as Record<string, unknown>;
+  const isClient = typeof c.escapeIdentifier === "function" && typeof c.connection === "object";
+  const isPool = typeof c.connect === "function" && typeof c.totalCount === "number";
+  return isClient || isPool;
+}
+
+/**
+ * The {@link Queryable} that runs pawl's statements on a caller's client, decided once from its shape:
+ * node-postgres as it is, so pawl's named statements are prepared once per connection; anything else
+ * through their text and values only (unnamed), since a builder's adapter neither knows nor needs pg's
+ * statement names. Only `rows` is read from such a client's results.
+ */
+export function asQueryable(client: SqlClient): Queryable {
+  if (isNodePostgres(client)) return client as unknown as Queryable;
+  return {
+    async query<R extends QueryResultRow = QueryResultRow>(
+      config: QueryConfig | string,
+      values?: unknown[],
+    ): Promise<QueryResult<R>> {
+      const text = typeof config === "string" ? config : config.text;
+      const res = await client.query(text, typeof config === "string" ? values : config.values);
+      const rows = [...res.rows] as R[];
+      return { rows, rowCount: rows.length, command: "", oid: 0, fields: [] };
+    },
+  };
+}
+
 /** The qualified names of one schema's tables. */
 export interface Tables {
   /** The bare schema name. */

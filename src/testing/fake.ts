@@ -11,7 +11,7 @@ import { PawlError, ValidationError } from "../errors.js";
 import type { EnqueueItem, PawlClient } from "../client.js";
 import { typeDefaults } from "../runtime/registry.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
-import type { Queryable } from "../store/sql.js";
+import type { SqlClient } from "../store/sql.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
 import { describeMatcher, matches, type PayloadMatcher } from "./match.js";
 import type { IsTyped, PawlTasks, TaskName, TaskPayload } from "../task-map.js";
@@ -174,7 +174,7 @@ export function fake<T, Tasks extends object>(
       const job = build(type, payload, options);
       return record(job, options ?? {}, options?.client !== undefined) as EnqueuedJob<P>;
     },
-    enqueueMany: async (items: readonly EnqueueItem[], options: { client?: Queryable } = {}) => {
+    enqueueMany: async (items: readonly EnqueueItem[], options: { client?: SqlClient } = {}) => {
       if (!Array.isArray(items))
         throw new ValidationError("INVALID_OPTION", "enqueueMany takes an array of jobs");
       const built = items.map((item, i) => {

@@ -19,7 +19,7 @@ import { PawlError } from "../errors.js";
 import type { EnqueueItem } from "../client.js";
 import type { Pawl } from "../pawl.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
-import type { Queryable } from "../store/sql.js";
+import { asQueryable, type SqlClient } from "../store/sql.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
 import type { PawlTasks } from "../task-map.js";
 import { runAttempt, type AttemptResult } from "./run-attempt.js";
@@ -164,12 +164,12 @@ export function inline<T, Tasks extends object>(
     return out;
   };
 
-  const remember = async (client: Queryable, jobs: readonly EnqueuedJob[]) => {
+  const remember = async (client: SqlClient, jobs: readonly EnqueuedJob[]) => {
     const fresh = jobs
       .filter((j) => j.inserted && j.status === "PENDING")
       .map(({ id, type }) => ({ id, type }));
     if (fresh.length === 0) return;
-    const xid = await pawl.store.withClient(client).transactionId();
+    const xid = await pawl.store.withClient(asQueryable(client)).transactionId();
     if (xid !== null) waiting.push({ xid, jobs: fresh });
   };
 
@@ -199,7 +199,7 @@ export function inline<T, Tasks extends object>(
       const [job] = await runJobs([await original.enqueue<P>(type, payload, options)]);
       return job as EnqueuedJob<P>;
     },
-    enqueueMany: async (items: readonly EnqueueItem[], options: { client?: Queryable } = {}) => {
+    enqueueMany: async (items: readonly EnqueueItem[], options: { client?: SqlClient } = {}) => {
       if (Array.isArray(items)) check(items.map((i) => (i as { type?: unknown } | null)?.type as string));
       if (options.client !== undefined) {
         const jobs = await original.enqueueMany(items, options);
