@@ -14,12 +14,8 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Pawl } from "../../src/index.js";
-import { listPermits } from "../../src/store/explain-sql.js";
 import { flowFromRow } from "../../src/composition/flows.js";
-import { readFlow } from "../../src/store/flow-sql.js";
-import { listFlowPage, maxFlowGraphMembers, readFlowGraph } from "../../src/store/flow-page-sql.js";
-import { readOverview } from "../../src/store/overview-sql.js";
-import { listSchedulePage } from "../../src/store/schedule-page-sql.js";
+import { maxFlowGraphMembers } from "../../src/store/flow-page-sql.js";
 import type { RequestHandler } from "../inspector.js";
 import { flowPage, flowsPage } from "./flow-pages.js";
 import { layout, type Html, type PageContext } from "./html.js";
@@ -177,7 +173,7 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     const now = new Date();
     if (route === "/") {
       const [overview, cluster] = await Promise.all([
-        readOverview(pawl.store.pool, pawl.store.tables, { maxGroups: 50 }),
+        pawl.store.operator.overview({ maxGroups: 50 }),
         pawl.cluster(),
       ]);
       return page(res, ctx("Overview"), "", overviewPage(ctx("Overview"), overview, cluster.nodes));
@@ -185,7 +181,7 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     if (route === "/flows") {
       const kind = q("kind");
       const known = kind === "chain" || kind === "batch" || kind === "workflow" ? kind : undefined;
-      const rows = await listFlowPage(pawl.store.pool, pawl.store.tables, {
+      const rows = await pawl.store.operator.flows({
         ...(known ? { kind: known } : {}),
         ...(q("before") ? { beforeId: q("before") } : {}),
         limit: pageSize,
@@ -196,18 +192,18 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     const flowMatch = /^\/flows\/(\d{1,19})$/.exec(route);
     if (flowMatch) {
       const id = flowMatch[1] as string;
-      const row = await readFlow(pawl.store.pool, pawl.store.tables, id);
+      const row = await pawl.store.operator.flow(id);
       if (!row) return send(res, 404, "text/plain", `no flow ${id}\n`);
       // A chain's or workflow's graph needs its members at once (up to the cap); a batch's are paged.
       const cap = row.kind === "batch" ? pageSize : maxFlowGraphMembers;
       const after = row.kind === "batch" ? q("after") : undefined;
-      const members = await readFlowGraph(pawl.store.pool, pawl.store.tables, id, cap, after);
+      const members = await pawl.store.operator.flowGraph(id, cap, after);
       const c = ctx(`Flow ${id}`);
       return page(res, c, "/flows", flowPage(c, flowFromRow(row), members, cap, now));
     }
     if (route === "/schedules") {
       const after = q("after");
-      const rows = await listSchedulePage(pawl.store.pool, pawl.store.tables, {
+      const rows = await pawl.store.operator.schedules({
         ...(after ? { afterName: after } : {}),
         limit: pageSize,
       });
@@ -268,10 +264,7 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
       return page(res, c, "/nodes", nodesPage(c, cluster.nodes, cluster.leases, now));
     }
     if (route === "/breakers") {
-      const [cluster, permits] = await Promise.all([
-        pawl.cluster(),
-        listPermits(pawl.store.pool, pawl.store.tables),
-      ]);
+      const [cluster, permits] = await Promise.all([pawl.cluster(), pawl.store.operator.permits()]);
       const c = ctx("Breakers and permits");
       return page(res, c, "/breakers", breakersPage(c, cluster.nodes, permits, now));
     }

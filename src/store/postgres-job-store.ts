@@ -10,6 +10,7 @@
  * The cluster's statements (node registry, leases, orphans, pruning, recurring schedules) are inherited
  * from {@link PostgresClusterStatements} (postgres-cluster-statements.ts).
  */
+import { PostgresOperatorReads, type OperatorReads } from "./operator-reads.js";
 import type pg from "pg";
 import type { FoldedNotify } from "../../coordinators/spi.js";
 import type { NewJob } from "../enqueue-input.js";
@@ -111,6 +112,11 @@ export class PostgresJobStore extends PostgresClusterStatements implements JobSt
     readonly options: PostgresJobStoreOptions = {},
   ) {
     super(pool, schema, client);
+  }
+
+  /** Bounded reads for operators' views (the console), on the same connection as the gateway. */
+  get operator(): OperatorReads {
+    return new PostgresOperatorReads(this.db, this.tables);
   }
 
   // Transactions and housekeeping.

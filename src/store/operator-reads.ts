@@ -1,0 +1,62 @@
+/**
+ * The reads an operator's tools make (the web console, the CLI's overview commands): bounded, keyset-paged
+ * views over jobs, flows, schedules and permits. They sit behind the store gateway like every other
+ * statement, so observability never calls SQL functions with a pool and table names of its own.
+ */
+import type { FlowRow } from "./flow-sql.js";
+import { readFlow } from "./flow-sql.js";
+import { listFlowPage, readFlowGraph, type FlowGraphMember, type FlowPageFilter } from "./flow-page-sql.js";
+import type { ExplainPermits } from "../logic/explain-facts.js";
+import { listPermits } from "./explain-sql.js";
+import { readOverview, type Overview, type OverviewBounds } from "./overview-sql.js";
+import type { RecurringRow } from "./recurring-sql.js";
+import { listSchedulePage } from "./schedule-page-sql.js";
+import type { Queryable, Tables } from "./sql.js";
+
+/** Bounded reads for operators' views. */
+export interface OperatorReads {
+  /** Counts by status, queue and type (capped per status), the oldest due job and the last hour's outcomes. */
+  overview(bounds?: OverviewBounds): Promise<Overview>;
+  /** One page of flows, newest first. */
+  flows(filter?: FlowPageFilter): Promise<FlowRow[]>;
+  /** One flow's row, or null. */
+  flow(id: string): Promise<FlowRow | null>;
+  /** A flow's members with their edges, in id order, at most `limit`, after `afterId` when given. */
+  flowGraph(flowId: string, limit?: number, afterId?: string): Promise<FlowGraphMember[]>;
+  /** One page of recurring schedules by name. */
+  schedules(page?: { afterName?: string; limit?: number }): Promise<RecurringRow[]>;
+  /** The held permits of every resource (a count and the first holders). */
+  permits(): Promise<Record<string, ExplainPermits>>;
+}
+
+/** {@link OperatorReads} on PostgreSQL. */
+export class PostgresOperatorReads implements OperatorReads {
+  constructor(
+    private readonly db: Queryable,
+    private readonly t: Tables,
+  ) {}
+
+  overview(bounds?: OverviewBounds): Promise<Overview> {
+    return readOverview(this.db, this.t, bounds);
+  }
+
+  flows(filter?: FlowPageFilter): Promise<FlowRow[]> {
+    return listFlowPage(this.db, this.t, filter);
+  }
+
+  flow(id: string): Promise<FlowRow | null> {
+    return readFlow(this.db, this.t, id);
+  }
+
+  flowGraph(flowId: string, limit?: number, afterId?: string): Promise<FlowGraphMember[]> {
+    return readFlowGraph(this.db, this.t, flowId, limit, afterId);
+  }
+
+  schedules(page?: { afterName?: string; limit?: number }): Promise<RecurringRow[]> {
+    return listSchedulePage(this.db, this.t, page);
+  }
+
+  permits(): Promise<Record<string, ExplainPermits>> {
+    return listPermits(this.db, this.t);
+  }
+}
