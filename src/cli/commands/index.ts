@@ -9,6 +9,9 @@ import { explainCommand } from "./explain.js";
 import { inspectCommand } from "./inspect.js";
 import { cancelCommand, jobCommand, jobsCommand } from "./jobs.js";
 import { migrateCommand } from "./migrate.js";
+import { nodesCommand } from "./nodes.js";
+import { schedulesCommand } from "./schedules.js";
+import { statsCommand } from "./stats.js";
 import {
   flowCommand,
   flowsCommand,
@@ -36,4 +39,7 @@ export const commands: readonly Command[] = [
   pauseCommandEntry,
   resumeCommandEntry,
   pausedCommand,
+  nodesCommand,
+  statsCommand,
+  schedulesCommand,
 ];
