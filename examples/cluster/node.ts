@@ -13,7 +13,7 @@
  * With EXAMPLE_BRIEF=1 a node runs until this run's batch is done, prints the cluster once, stops and
  * exits 0 (that is how CI runs it, through main.ts).
  */
-import { consoleLogger, createPawl } from "../../src/index.js";
+import { consoleLogger, createPawl } from "pawl";
 
 const name = process.argv[2] ?? "a";
 const brief = process.env.EXAMPLE_BRIEF === "1";

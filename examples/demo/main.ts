@@ -7,10 +7,10 @@
  *   npm start                         # until Ctrl-C
  *   npm start -- --once               # 5 seconds, then a graceful stop (CI); DEMO_DURATION_MS sets the time
  */
-import { createPawl, type JobContext } from "../../src/index.js";
+import { createPawl, type JobContext } from "pawl";
 import { lifecycle, sleep } from "../shared/lifecycle.js";
 import { chooseDatabase } from "./database.js";
-import { createConsole, createInspector, createMetrics, serveMetrics } from "../../observability/index.js";
+import { createConsole, createInspector, createMetrics, serveMetrics } from "pawl/observability";
 
 /** Logs before the lifecycle exists (it is made once the node runs), in its `[demo]` format. */
 const log = (message: string) => console.log(`[demo] ${message}`);

@@ -17,7 +17,7 @@ import {
   ValidationError,
   type EnqueueOptions,
   type JobContext,
-} from "../../src/index.js";
+} from "pawl";
 import { databaseUrl, lifecycle, sleep } from "../shared/lifecycle.js";
 
 const life = lifecycle("embedded-http");

@@ -13,8 +13,8 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createPawl, type JobContext } from "../../src/index.js";
-import { createInspector, createMetrics, metricsHandler } from "../../observability/index.js";
+import { createPawl, type JobContext } from "pawl";
+import { createInspector, createMetrics, metricsHandler } from "pawl/observability";
 import { databaseUrl, lifecycle, sleep } from "../shared/lifecycle.js";
 
 if (process.env.EXAMPLE_BRIEF === "1" && !process.argv.includes("--once")) process.argv.push("--once");
