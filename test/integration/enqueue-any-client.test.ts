@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { CompiledQuery, Kysely, PostgresDialect, type Transaction } from "kysely";
+import { CompiledQuery, Kysely, PostgresDialect, sql, type Transaction } from "kysely";
 import type { PawlClient, SqlClient } from "../../src/index.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
 
@@ -78,6 +78,28 @@ describe("enqueue inside a kysely transaction", () => {
       .transaction()
       .execute((trx) => pawl.enqueue("order.once", {}, { uniqueKey: "order-3", client: adapter(trx) }));
     expect({ id: again.id, inserted: again.inserted }).toEqual({ id: first.id, inserted: false });
+  });
+});
+
+describe("the SQL function through kysely (docs/sql-enqueue.md)", () => {
+  it("enqueues in the transaction with the sql tag, and rolls back with it", async () => {
+    const call = (trx: Transaction<Record<string, { id: number }>>, orderId: number) =>
+      sql<{ job_id: string; inserted: boolean }>`
+        SELECT job_id::text, inserted
+        FROM ${sql.id(schema)}.enqueue(${"order.sql"}, ${JSON.stringify({ orderId })}::jsonb, '{}'::jsonb)
+      `.execute(trx);
+    const kept = await db.transaction().execute(async (trx) => (await call(trx, 4)).rows[0]!);
+    expect(kept.inserted).toBe(true);
+    expect(await pawl.getJob(kept.job_id)).toMatchObject({ type: "order.sql", payload: { orderId: 4 } });
+
+    let rolled: string | undefined;
+    await expect(
+      db.transaction().execute(async (trx) => {
+        rolled = (await call(trx, 5)).rows[0]!.job_id;
+        throw new Error("abandoned");
+      }),
+    ).rejects.toThrow("abandoned");
+    expect(await pawl.getJob(rolled!)).toBeNull();
   });
 });
 
