@@ -42,6 +42,7 @@ export const jobTableColumns = [
   "signal_deadline",
   "signaled_at",
   "paused_by",
+  "progress",
 ] as const;
 
 /** A column of the job tables. */

@@ -77,6 +77,11 @@ export interface Job<P = unknown> {
   waitingFor?: "signal" | "dependencies" | null;
   /** For a PAUSED job: what holds it (pawl.pauseJob, or a queue or job type pause). */
   pausedBy?: "job" | "queue" | "type" | null;
+  /**
+   * The newest value the handler reported with `ctx.progress(value)` (a number 0-100 or small JSON), kept
+   * after the job ends; null when it never reported any (migration 0006).
+   */
+  progress?: unknown;
 }
 
 /** The columns of scheduler_job_queue, as pg returns them. */
@@ -104,6 +109,7 @@ export interface JobRow {
   flow_step?: string | null;
   signal_state?: string | null;
   paused_by?: "job" | "queue" | "type" | null;
+  progress?: unknown;
 }
 
 /**
@@ -160,6 +166,7 @@ export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
     waitingFor:
       row.status === "WAITING" ? (row.signal_state === "waiting" ? "signal" : "dependencies") : null,
     pausedBy: row.status === "PAUSED" ? (row.paused_by ?? null) : null,
+    progress: row.progress ?? null,
   };
 }
 
