@@ -17,6 +17,7 @@ import type { DeadLetterFilter, RetriedJobs } from "./dead-letter.js";
 import type { EnqueuedJob } from "./enqueue-jobs.js";
 import type { Completion, Death, Reschedule, Retry } from "./finish-jobs.js";
 import type { Job } from "./job-row.js";
+import type { ProgressWrite } from "./progress-sql.js";
 import type { MigrateResult, MigrationStatus } from "./migrate.js";
 import type { ClusterStore } from "./cluster-store.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
@@ -49,6 +50,11 @@ export interface JobLifecycleStore {
   kill(nodeId: string, items: readonly Death[]): Promise<Set<string>>;
   /** Hands jobs back to PENDING without counting the attempt; returns the ids `nodeId` still held. */
   reschedule(nodeId: string, items: readonly Reschedule[]): Promise<Set<string>>;
+  /**
+   * Stores running jobs' latest progress (`ctx.progress`); returns the ids `nodeId` still held. Optional:
+   * a store without it (an older twin) drops progress, which no outcome depends on.
+   */
+  writeProgress?(nodeId: string, items: readonly ProgressWrite[]): Promise<Set<string>>;
   /** Cancels a job that has not finished (null when there is no such job). */
   cancel(id: string, reason?: string): Promise<CancelResult | null>;
   /** Of `ids`, the ones whose row is CANCELED. */

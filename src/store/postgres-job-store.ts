@@ -65,7 +65,15 @@ import {
   type PauseRow,
 } from "./pause-sql.js";
 import { acquirePermit, releasePermit } from "./permits.js";
-import { countJobs, getJob, listJobs, type JobCount, type ListJobsFilter } from "./read-jobs.js";
+import {
+  countJobs,
+  getJob,
+  getJobsByIds,
+  listJobs,
+  type JobCount,
+  type ListJobsFilter,
+} from "./read-jobs.js";
+import { writeProgress, type ProgressWrite } from "./progress-sql.js";
 import {
   deliverSignal,
   nextWaitDeadlineMs,
@@ -200,6 +208,10 @@ export class PostgresJobStore extends PostgresClusterStatements implements JobSt
     return rescheduleJobs(this.db, this.tables, nodeId, items);
   }
 
+  writeProgress(nodeId: string, items: readonly ProgressWrite[]): Promise<Set<string>> {
+    return writeProgress(this.db, this.tables, nodeId, items);
+  }
+
   cancel(id: string, reason = "canceled by request"): Promise<CancelResult | null> {
     return cancelJob(this.db, this.tables, id, reason);
   }
@@ -214,6 +226,11 @@ export class PostgresJobStore extends PostgresClusterStatements implements JobSt
 
   list(filter?: ListJobsFilter): Promise<Job[]> {
     return listJobs(this.db, this.tables, filter);
+  }
+
+  /** Reads many jobs by id in one statement (absent ids have no entry); what waitFor's reads use. */
+  getMany(ids: readonly string[]): Promise<Job[]> {
+    return getJobsByIds(this.db, this.tables, ids);
   }
 
   counts(maxTypes?: number): Promise<JobCount[]> {

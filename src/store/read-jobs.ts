@@ -26,6 +26,23 @@ export async function getJob(db: Queryable, t: Tables, id: string): Promise<Job 
 }
 
 /**
+ * Reads many jobs by id in one statement (waitFor's batched read: one per wake-up or poll tick, however
+ * many waiters). Ids with no row are absent from the result; the order is not specified.
+ *
+ * @example
+ * ```ts
+ * const jobs = await getJobsByIds(pool, tables, ["1", "2"]);
+ * ```
+ */
+export async function getJobsByIds(db: Queryable, t: Tables, ids: readonly string[]): Promise<Job[]> {
+  if (ids.length === 0) return [];
+  const res = await db.query<JobRow>(`SELECT ${jobColumns()} FROM ${t.all} WHERE id = ANY($1::bigint[])`, [
+    ids,
+  ]);
+  return res.rows.map((r) => jobFromRow(r));
+}
+
+/**
  * Lists jobs, newest first.
  *
  * @throws ValidationError for a malformed filter (see {@link validateListJobsFilter}); nothing is read.
