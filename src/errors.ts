@@ -24,7 +24,9 @@ export type PawlErrorCode =
   | "FLOW_NOT_FOUND"
   | "NOT_WAITING"
   | "DATABASE_UNAVAILABLE"
-  | "MISSING_DEPENDENCY";
+  | "MISSING_DEPENDENCY"
+  | "WAIT_TIMEOUT"
+  | "INVALID_PROGRESS";
 
 /**
  * The base class of the errors pawl raises itself.
@@ -156,5 +158,33 @@ export async function importOptional<T>(
       [`'${packageName}'`, `"${packageName}"`, `'${packageName}/`].some((q) => message.includes(q));
     if (notFound && names) throw new MissingDependencyError(packageName, feature, { cause: error });
     throw error;
+  }
+}
+
+/**
+ * Raised by `pawl.waitFor(id, { timeoutMs })` when the job has not reached a final status (SUCCEEDED,
+ * DEAD, CANCELED) in time. The job is not touched: it goes on running, and `lastStatus` is the status the
+ * last read saw (null when no read had answered yet).
+ *
+ * @example
+ * ```ts
+ * try { await pawl.waitFor(job, { timeoutMs: 5_000 }); }
+ * catch (e) { if (e instanceof WaitTimeoutError) reply(202, { id: e.jobId, status: e.lastStatus }); }
+ * ```
+ */
+export class WaitTimeoutError extends PawlError {
+  /** The job waited for. */
+  readonly jobId: string;
+  /** The status the last read saw, or null. */
+  readonly lastStatus: string | null;
+
+  constructor(jobId: string, timeoutMs: number, lastStatus: string | null) {
+    super(
+      "WAIT_TIMEOUT",
+      `job ${jobId} did not finish within ${timeoutMs} ms${lastStatus ? ` (last seen ${lastStatus})` : ""}`,
+    );
+    this.name = "WaitTimeoutError";
+    this.jobId = jobId;
+    this.lastStatus = lastStatus;
   }
 }

@@ -122,6 +122,11 @@ export interface PawlEvents {
     liveJobId: string;
     via: "dlq.retry" | "resume" | "signal" | "signal-timeout";
   };
+  /**
+   * A running job reported progress (`ctx.progress(value)`), validated; emitted for every call, while the
+   * store gets at most one write per job per 250 ms (the newest value, and the last one before the outcome).
+   */
+  "job:progress": { jobId: string; type: string; attempt: number; progress: unknown };
 }
 
 /** An event name. */

@@ -73,6 +73,15 @@ export function jobPage(
       ["unique key", job.uniqueKey ?? ""],
       ["cancel reason", job.cancelReason ?? ""],
       ["timeout", job.timeoutMs === null ? "type default" : `${job.timeoutMs} ms`],
+      // The handler's latest ctx.progress(value): a percentage, or its JSON.
+      [
+        "progress",
+        job.progress === null || job.progress === undefined
+          ? ""
+          : typeof job.progress === "number"
+            ? `${job.progress}%`
+            : JSON.stringify(job.progress),
+      ],
     ],
   )}<h2>Payload</h2>${jsonBlock(job.payload)}<h2>Result</h2>${jsonBlock(job.result ?? null)}
 <h2>Attempts with errors</h2>${table(

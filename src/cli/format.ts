@@ -91,6 +91,12 @@ export function jobDetail(job: Job): string {
   const width = Math.max(...fields.map(([k]) => k.length));
   const lines = fields.map(([k, v]) => `${`${k}:`.padEnd(width + 2)}${cell(v, 200)}`);
   lines.push("payload:", indent(json(job.payload)));
+  // The handler's latest ctx.progress(value), kept after the job ends (migration 0006).
+  if (job.progress !== null && job.progress !== undefined)
+    lines.push(
+      typeof job.progress === "number" ? `progress: ${job.progress}%` : "progress:",
+      ...(typeof job.progress === "number" ? [] : [indent(json(job.progress))]),
+    );
   if (job.result !== null && job.result !== undefined) lines.push("result:", indent(json(job.result)));
   if (job.errors.length > 0) {
     lines.push(`errors (${job.errors.length}, oldest first):`);

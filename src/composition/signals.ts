@@ -8,7 +8,7 @@
  * on the row, so whichever node claims it next hands it to the handler through its context.
  */
 import type { Clock } from "../clock.js";
-import { toError, type PawlEventEmitter } from "../events.js";
+import { toError, type PawlEventEmitter, type PawlEvents } from "../events.js";
 import { JobNotFoundError } from "../errors.js";
 import { serializePayload } from "../payload.js";
 import { validateJobId } from "../store/job-id.js";
@@ -184,6 +184,8 @@ export interface JobContextServices {
   read(jobId: string): Promise<JobCompositionRow | null>;
   /** Parks the attempt (WAITING); `done` learns whether the row was still held by this node. */
   park(item: Park, done: (accepted: boolean) => void): void;
+  /** Stores a validated progress value (throttled by the node's writer) and emits `job:progress`. */
+  progress?(event: PawlEvents["job:progress"], progressJson: string): void;
 }
 
 /**
@@ -207,6 +209,10 @@ export function contextServices(
           writer.reschedule({ id: item.id, delayMs: 1000 }, () => {});
         },
       );
+    },
+    progress: (event, progressJson) => {
+      writer.progress?.({ id: event.jobId, progressJson });
+      events.emit("job:progress", event);
     },
   };
 }

@@ -15,6 +15,7 @@ import {
   type WaitForSignalOptions,
 } from "../composition/job-composition.js";
 import type { JobContextServices } from "../composition/signals.js";
+import { progressJson } from "../progress-input.js";
 
 /** What a handler learns about its attempt. */
 export class JobContext {
@@ -133,6 +134,33 @@ export class JobContext {
    */
   flow(): Promise<FlowContext | null> {
     return this.compositionView().flow();
+  }
+
+  /**
+   * Reports progress: a percentage (0-100) or a small JSON value (at most 4 KiB), shown by `getJob`
+   * (`job.progress`), `pawl job <id>` and the console. It returns at once: the node keeps the newest value
+   * and writes at most one per job every 250 ms, always the last one before the attempt's outcome (so a
+   * finished job keeps it). Each call emits `job:progress`. Under pawl/testing nothing is stored.
+   *
+   * @throws ValidationError `INVALID_PROGRESS` for a number outside 0-100, a value that is not JSON, or one
+   *   over 4 KiB of JSON (nothing is stored or emitted then).
+   * @example
+   * ```ts
+   * pawl.register("import.file", async (file, ctx) => {
+   *   for (const [i, row] of rows.entries()) {
+   *     await importRow(row);
+   *     ctx.progress({ done: i + 1, total: rows.length }); // or ctx.progress(((i + 1) / rows.length) * 100)
+   *   }
+   * });
+   * ```
+   */
+  progress(value: unknown): void {
+    const json = progressJson(value);
+    // The value the caller passed is emitted as it was validated; the store gets its JSON text.
+    this.services?.progress?.(
+      { jobId: this.jobId, type: this.type, attempt: this.attempt, progress: JSON.parse(json) },
+      json,
+    );
   }
 
   private compositionView(): JobComposition {

@@ -11,6 +11,12 @@
  *   land as usual. The refused one is written once more in a fallback form that carries no value of the
  *   handler's (result null, a fixed error record, a clamped delay) and reported as an `error`. Values go
  *   through `logic/outcome-json.ts` first, so this is defence in depth: it should not happen.
+ *
+ * Progress (`ctx.progress`) goes through here too, so it can never land after its job's outcome: each
+ * job's values are throttled (`logic/progress-throttle.ts`, only the newest is kept), a waiting value is
+ * released when the job's outcome is queued, and a flush writes its progress batch (one statement) before
+ * the outcomes. A failed progress write holds the flush back like a failed outcome: the outcome's move
+ * carries the progress column into the finished table, so it must not overtake it.
  */
 import type { Clock, TimerHandle } from "../clock.js";
 import type { Logger } from "../logger.js";
@@ -20,6 +26,8 @@ import type { OutcomeSink } from "../store/outcome-sink.js";
 import { backoffDelayMs } from "../logic/backoff.js";
 import { storableDelayMs, type ErrorInfo } from "../logic/outcome-json.js";
 import { writeFailure } from "../logic/write-failure.js";
+import { progressWriteDelay } from "../logic/progress-throttle.js";
+import type { ProgressWrite } from "../store/progress-sql.js";
 
 type Done = (accepted: boolean) => void;
 interface Items {
@@ -69,6 +77,9 @@ function fallbackOf(kind: Kind, item: Items[Kind]): Items[Kind] {
   }
 }
 
+/** Beyond this many jobs with a remembered last write, the memory is dropped (parked jobs never end here). */
+const maxProgressMemory = 10_000;
+
 /** Batches outcome writes for one node. */
 export class OutcomeWriter implements OutcomeSink {
   private queues: Queues = empty();
@@ -77,6 +88,12 @@ export class OutcomeWriter implements OutcomeSink {
   private flushing: Promise<void> | null = null;
   private failures = 0;
   private readonly idle: (() => void)[] = [];
+  /** Progress values to write in the next flush, by job id (the newest only). */
+  private progressReady = new Map<string, ProgressWrite>();
+  /** Progress values held back by the throttle, by job id, with the timer that releases them. */
+  private readonly progressHeld = new Map<string, { item: ProgressWrite; timer: TimerHandle }>();
+  /** When each running job's progress was last released for writing (the throttle's memory). */
+  private readonly progressAt = new Map<string, number>();
 
   constructor(
     private readonly store: NodeStore,
@@ -93,29 +110,75 @@ export class OutcomeWriter implements OutcomeSink {
     return this.size;
   }
 
+  /**
+   * A running job's newest progress: written at once, or after the rest of the job's throttle interval
+   * (replaced by any newer value meanwhile), and always before the job's outcome.
+   */
+  progress(item: ProgressWrite): void {
+    const held = this.progressHeld.get(item.id);
+    if (held) {
+      held.item = item;
+      return;
+    }
+    const now = this.clock.now();
+    const delay = progressWriteDelay({ lastWriteAtMs: this.progressAt.get(item.id) ?? null, now });
+    if (delay === 0) {
+      this.readyProgress(item, now);
+      return;
+    }
+    const timer = this.clock.setTimeout(() => {
+      const h = this.progressHeld.get(item.id);
+      if (!h) return;
+      this.progressHeld.delete(item.id);
+      this.readyProgress(h.item, this.clock.now());
+    }, delay);
+    this.progressHeld.set(item.id, { item, timer });
+  }
+
+  private readyProgress(item: ProgressWrite, now: number): void {
+    if (this.progressAt.size >= maxProgressMemory) this.progressAt.clear();
+    this.progressAt.set(item.id, now);
+    this.progressReady.set(item.id, item);
+    this.schedule(this.flushMs);
+  }
+
+  /** The job's outcome is queued: its held progress goes into the same flush, ahead of it. */
+  private ending(id: string): void {
+    this.progressAt.delete(id);
+    const held = this.progressHeld.get(id);
+    if (!held) return;
+    this.clock.clearTimeout(held.timer);
+    this.progressHeld.delete(id);
+    this.progressReady.set(id, held.item);
+  }
+
   complete(item: Completion, done: Done): void {
+    this.ending(item.id);
     this.queues.complete.push({ item, done });
     this.added();
   }
 
   retry(item: Retry, done: Done): void {
+    this.ending(item.id);
     this.queues.retry.push({ item, done });
     this.added();
   }
 
   kill(item: Death, done: Done): void {
+    this.ending(item.id);
     this.queues.kill.push({ item, done });
     this.added();
   }
 
   reschedule(item: Reschedule, done: Done): void {
+    this.ending(item.id);
     this.queues.reschedule.push({ item, done });
     this.added();
   }
 
   /** Resolves once everything queued so far has been written. */
   async drain(): Promise<void> {
-    if (this.size === 0 && !this.flushing) return;
+    if (this.size === 0 && this.progressReady.size === 0 && !this.flushing) return;
     await new Promise<void>((resolve) => {
       this.idle.push(resolve);
       this.schedule(0);
@@ -137,7 +200,8 @@ export class OutcomeWriter implements OutcomeSink {
       this.timer = null;
       this.flushing = this.flush().finally(() => {
         this.flushing = null;
-        if (this.size > 0) this.schedule(this.failures > 0 ? this.retryDelay() : 0);
+        if (this.size > 0 || this.progressReady.size > 0)
+          this.schedule(this.failures > 0 ? this.retryDelay() : 0);
         else for (const resolve of this.idle.splice(0)) resolve();
       });
     }, ms);
@@ -151,6 +215,16 @@ export class OutcomeWriter implements OutcomeSink {
     const q = this.queues;
     this.queues = empty();
     this.size = 0;
+    const progressError = await this.writeProgress();
+    if (progressError !== null) {
+      // Outcomes wait for the progress ahead of them (see the module comment), so they go back too.
+      for (const kind of kinds) {
+        (this.queues[kind] as Entry[]).unshift(...(q[kind] as Entry[]));
+        this.size += q[kind].length;
+      }
+      this.failed(progressError);
+      return;
+    }
     // Each kind lands or fails on its own: re-running a kind that already landed would find its rows
     // no longer RUNNING and report them lost.
     const results = await Promise.all(kinds.map((kind) => this.write(kind, q[kind] as Entry[])));
@@ -166,10 +240,40 @@ export class OutcomeWriter implements OutcomeSink {
       this.failures = 0;
       return;
     }
+    this.failed(failed);
+  }
+
+  private failed(error: unknown): void {
     this.failures++;
     if (this.failures === 1)
-      this.logger.warn("writing job outcomes failed; retrying", { error: String(failed) });
-    this.onError(failed);
+      this.logger.warn("writing job outcomes failed; retrying", { error: String(error) });
+    this.onError(error);
+  }
+
+  /**
+   * Writes the progress batch; returns the transient error that should hold the flush back, or null. A
+   * value the store refuses (it cannot happen after `progressJson`'s checks) is dropped and reported: no
+   * outcome depends on it.
+   */
+  private async writeProgress(): Promise<unknown> {
+    if (this.progressReady.size === 0 || !this.store.writeProgress) {
+      this.progressReady.clear();
+      return null;
+    }
+    const batch = this.progressReady;
+    this.progressReady = new Map();
+    try {
+      await this.store.writeProgress(this.nodeId, [...batch.values()]);
+      return null;
+    } catch (error) {
+      if (writeFailure(error) !== "transient") {
+        this.onError(new Error(`the store refused a progress batch (${String(error)}); dropped`));
+        return null;
+      }
+      // A newer value that arrived meanwhile wins over the one that failed.
+      for (const [id, item] of batch) if (!this.progressReady.has(id)) this.progressReady.set(id, item);
+      return error;
+    }
   }
 
   /** Writes one kind's entries; a data error bisects the batch down to the refused outcome. */

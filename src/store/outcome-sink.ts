@@ -4,6 +4,7 @@
  * that could not be written, an attempt) needs only this and not the runtime that owns the writer.
  */
 import type { Completion, Death, Reschedule, Retry } from "./finish-jobs.js";
+import type { ProgressWrite } from "./progress-sql.js";
 
 /** Where attempt outcomes go; each `done` learns whether the row was still held by the node. */
 export interface OutcomeSink {
@@ -15,4 +16,9 @@ export interface OutcomeSink {
   kill(item: Death, done: (accepted: boolean) => void): void;
   /** The job goes back to PENDING after the delay, attempt not counted. */
   reschedule(item: Reschedule, done: (accepted: boolean) => void): void;
+  /**
+   * A running job's newest progress (`ctx.progress`), throttled and written before the job's outcome.
+   * Optional: a sink without it (pawl/testing's direct writer) drops progress.
+   */
+  progress?(item: ProgressWrite): void;
 }
