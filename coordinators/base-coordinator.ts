@@ -90,7 +90,8 @@ export abstract class BaseCoordinator implements Coordinator {
         this.counters.dropped++;
         return;
       }
-      if (hint.kind === "cancel") this.publishNow(hint);
+      // Cancel and finished hints carry job ids that merging would lose; their publishers batch them.
+      if (hint.kind === "cancel" || hint.kind === "finished") this.publishNow(hint);
       else if (this.coalescer.push(hint)) this.counters.suppressed++;
     } catch (error) {
       this.log.debug("coordinator: dropping a hint that failed to publish", { error: String(error) });

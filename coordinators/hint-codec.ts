@@ -23,14 +23,24 @@ export const MAX_ENCODED_HINT_BYTES = 7_900;
 /** Longest accepted `source`, `target` and `jobId`: ids and type names, never documents. */
 const MAX_FIELD_CHARS = 1_000;
 
+/**
+ * The most job ids one `finished` hint carries: 300 ids of up to 19 digits stay under
+ * {@link MAX_ENCODED_HINT_BYTES}. A publisher with more sends several hints, or one without ids.
+ */
+export const MAX_FINISHED_IDS = 300;
+
+/** A job id on the wire: a positive bigint in decimal, as pawl writes ids. */
+const jobIdPattern = /^[1-9][0-9]{0,18}$/;
+
 /** The JSON shape on the wire. Short, but named so a human reading a channel can tell what it is. */
 interface WireHint {
   pawl: number;
-  kind: "work" | "cancel";
+  kind: "work" | "cancel" | "finished";
   priority: number;
   source: string;
   target?: string;
   jobId?: string;
+  jobIds?: string[];
   released?: true;
 }
 
@@ -54,9 +64,15 @@ export function encodeHint(hint: WakeupHint): string | null {
   if (hint.target !== undefined) wire.target = hint.target;
   if (wire.kind === "cancel") wire.jobId = hint.jobId;
   if (wire.kind === "work" && hint.released === true) wire.released = true;
+  if (wire.kind === "finished" && hint.jobIds !== undefined) wire.jobIds = hint.jobIds;
   let text = JSON.stringify(wire);
   if (Buffer.byteLength(text) > MAX_ENCODED_HINT_BYTES && wire.target !== undefined) {
     delete wire.target;
+    text = JSON.stringify(wire);
+  }
+  if (Buffer.byteLength(text) > MAX_ENCODED_HINT_BYTES && wire.jobIds !== undefined) {
+    // Without ids a finished hint asks receivers to re-read every job they wait for: wider, still safe.
+    delete wire.jobIds;
     text = JSON.stringify(wire);
   }
   return Buffer.byteLength(text) > MAX_ENCODED_HINT_BYTES ? null : text;
@@ -91,7 +107,9 @@ export function decodeHint(raw: unknown): WakeupHint | null {
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return null;
   const wire = parsed as Record<string, unknown>;
   if (wire.pawl !== HINT_FORMAT_VERSION) return null;
-  if (wire.kind !== "work" && wire.kind !== "cancel") return null;
+  // Added after version 1 shipped, without bumping it: an older node decodes a `finished` hint to null
+  // (counted as malformed and ignored), which costs it nothing, so the version stays 1.
+  if (wire.kind !== "work" && wire.kind !== "cancel" && wire.kind !== "finished") return null;
   const hint: WakeupHint = {
     kind: wire.kind,
     priority: wire.priority as number,
@@ -99,6 +117,7 @@ export function decodeHint(raw: unknown): WakeupHint | null {
   };
   if (wire.target !== undefined) hint.target = wire.target as string;
   if (wire.kind === "cancel") hint.jobId = wire.jobId as string;
+  if (wire.kind === "finished" && wire.jobIds !== undefined) hint.jobIds = wire.jobIds as string[];
   // Optional and added after version 1 shipped: anything but `true` is read as absent, not as malformed.
   if (wire.kind === "work" && wire.released === true) hint.released = true;
   return isValidHint(hint) ? hint : null;
@@ -106,7 +125,8 @@ export function decodeHint(raw: unknown): WakeupHint | null {
 
 /**
  * Whether a value is a well-formed hint: a finite priority, a non-empty source, an optional string target,
- * and a job id when it is a cancel hint (a work hint's `jobId` means nothing and is not sent).
+ * a job id when it is a cancel hint (a work hint's `jobId` means nothing and is not sent), and for a
+ * finished hint either no ids or 1 to {@link MAX_FINISHED_IDS} decimal job ids.
  */
 export function isValidHint(hint: WakeupHint): boolean {
   if (typeof hint !== "object" || hint === null) return false;
@@ -115,7 +135,18 @@ export function isValidHint(hint: WakeupHint): boolean {
   if (hint.target !== undefined && !isField(hint.target)) return false;
   const kind = hint.kind ?? "work";
   if (kind === "cancel") return isField(hint.jobId);
+  if (kind === "finished") return hint.jobIds === undefined || isJobIdList(hint.jobIds);
   return kind === "work";
+}
+
+/** A non-empty list of at most {@link MAX_FINISHED_IDS} job ids, each a decimal bigint. */
+function isJobIdList(value: unknown): value is string[] {
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.length <= MAX_FINISHED_IDS &&
+    value.every((id) => typeof id === "string" && jobIdPattern.test(id))
+  );
 }
 
 function isField(value: unknown): value is string {

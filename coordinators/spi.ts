@@ -12,10 +12,18 @@ export interface WakeupHint {
   source: string;
   /** A job type or queue name the work belongs to, when all of it shares one. */
   target?: string;
-  /** What the hint is about: new work (the default) or a request to cancel a running job. */
-  kind?: "work" | "cancel";
+  /**
+   * What the hint is about: new work (the default), a request to cancel a running job, or (`finished`) a
+   * completion notice: jobs ended, so `pawl.waitFor` callers re-read them (never trusting the hint itself).
+   */
+  kind?: "work" | "cancel" | "finished";
   /** For `kind: "cancel"`: the id of the job whose cancellation was requested. */
   jobId?: string;
+  /**
+   * For `kind: "finished"`: the ids of jobs that reached a final status (at most
+   * `MAX_FINISHED_IDS`); absent means "some jobs ended, re-read every one you wait for".
+   */
+  jobIds?: string[];
   /**
    * For work: the work is existing jobs made runnable again under their old ids (a signal, a resume), not
    * new rows. A node whose claim cursors only look above their floors looks at everything once (a full
