@@ -21,6 +21,9 @@ import { validateCancelReason } from "./store/cancel-job.js";
 import { validateDeadLetterFilter, validateFlowListFilter, validateFlowMemberLimit } from "./filter-input.js";
 import { asQueryable, type SqlClient } from "./store/sql.js";
 import { readExplainFacts } from "./store/explain-sql.js";
+import type { Coordinator } from "../coordinators/spi.js";
+import { createCoordinator } from "../coordinators/index.js";
+import { validateWaitForOptions, WaitRegistry, type WaitForOptions } from "./wait-for.js";
 import { explainJob, type Explanation } from "./logic/explain.js";
 import type { FlowListFilter } from "./store/flow-sql.js";
 import type { CompositionDeps } from "./composition/deps.js";
@@ -118,6 +121,10 @@ export class PawlClient<Tasks extends object = PawlTasks> {
   private readonly hooks: ClientHooks | undefined;
   private readonly ownsPool: boolean;
   protected closed = false;
+  /** Every waitFor of this instance (created on first use). */
+  private waits: WaitRegistry | undefined;
+  /** A bare client's own coordinator for waitFor's notices, connected on first use; a node uses its own. */
+  private waitCoordinatorPromise: Promise<Coordinator | null> | undefined;
 
   /**
    * @param config Validated here; a bad value throws `ValidationError` naming the field.
@@ -245,6 +252,77 @@ export class PawlClient<Tasks extends object = PawlTasks> {
     const facts = await readExplainFacts(this.store, validateJobId(id), this.config.runtimeOptions.cluster);
     if (!facts) throw new JobNotFoundError(String(id));
     return explainJob(facts);
+  }
+
+  /**
+   * Waits until a job is final (SUCCEEDED with its result, DEAD, or CANCELED) and resolves with it, read
+   * from the store: across processes, woken by the completion notice of the node that ended it when a
+   * coordinator is configured (`coordinator`, on this instance too), else by polling (100 ms backing off
+   * to 2 s). Every waiter of the instance shares one listener and one batched read per wake-up. Takes an
+   * id or anything with an `id` (the job `enqueue` returned). A job already final resolves at once.
+   *
+   * Needs the row that records the outcome: a job that succeeds with `keepSucceeded: false` leaves none,
+   * so its waiter rejects with JobNotFoundError (as does one purged or pruned meanwhile).
+   *
+   * @throws JobNotFoundError when no job has this id (or its row disappeared while waited on).
+   * @throws WaitTimeoutError (`WAIT_TIMEOUT`) after `timeoutMs`; the job is not touched.
+   * @throws the signal's `reason` when `signal` aborts.
+   * @throws ValidationError for a bad id or option.
+   * @example
+   * ```ts
+   * const job = await pawl.enqueue("report.render", { month: "2030-01" });
+   * const done = await pawl.waitFor(job, { timeoutMs: 30_000, signal: request.signal });
+   * if (done.status === "SUCCEEDED") reply(200, done.result);
+   * ```
+   */
+  async waitFor<K extends TaskName<Tasks> = TaskName<Tasks>>(
+    idOrJob: string | { readonly id: string },
+    options?: WaitForOptions,
+  ): Promise<TypedJob<Tasks, K>> {
+    this.assertOpen();
+    const raw = typeof idOrJob === "object" && idOrJob !== null ? idOrJob.id : idOrJob;
+    const id = validateJobId(raw);
+    const opts = validateWaitForOptions(options);
+    this.waits ??= new WaitRegistry({
+      read: (ids) => this.store.getMany(ids),
+      clock: this.config.clock,
+      coordinator: () => this.waitCoordinator(),
+      onError: (error) =>
+        this.config.logger.warn("waitFor: a read or the coordinator failed", { error: String(error) }),
+    });
+    return (await this.waits.wait(id, opts)) as TypedJob<Tasks, K>;
+  }
+
+  /**
+   * @internal The coordinator waitFor listens to for completion notices, or null (`coordinator: "none"`):
+   * a bare client connects its own; a node overrides this with the one it already runs.
+   */
+  protected waitCoordinator(): Promise<Coordinator | null> {
+    const c = this.config;
+    this.waitCoordinatorPromise ??=
+      c.coordinator === "none"
+        ? Promise.resolve(null)
+        : createCoordinator(c.coordinator, {
+            nodeId: c.nodeId,
+            connectionString: c.connectionString,
+            schema: c.schema,
+            logger: c.logger,
+            clock: c.clock,
+          }).then(async (coordinator) => {
+            await coordinator.start();
+            return coordinator;
+          });
+    return this.waitCoordinatorPromise;
+  }
+
+  /** @internal Jobs this instance's node ended (its own notices never come back to it): wake waiters. */
+  protected finishedHere(ids: readonly string[]): void {
+    this.waits?.hinted(ids);
+  }
+
+  /** @internal Whether this instance has waiters (a node collects its ended jobs' ids only then). */
+  protected get hasWaiters(): boolean {
+    return (this.waits?.size ?? 0) > 0;
   }
 
   /** Lists jobs, newest first. */
@@ -415,6 +493,11 @@ export class PawlClient<Tasks extends object = PawlTasks> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.waits?.close();
+    const own = this.waitCoordinatorPromise;
+    this.waitCoordinatorPromise = undefined;
+    // A coordinator instance the caller passed is theirs to close; one built from a spec is ours.
+    if (own && typeof this.config.coordinator === "string") await own.then((c) => c?.close()).catch(() => {});
     if (this.ownsPool) await this.pool.end();
   }
 

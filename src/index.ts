@@ -44,7 +44,9 @@ export {
   JobNotFoundError,
   DatabaseUnavailableError,
   MissingDependencyError,
+  WaitTimeoutError,
 } from "./errors.js";
+export type { WaitForOptions } from "./wait-for.js";
 export type { PawlErrorCode } from "./errors.js";
 export { priorities, resolvePriority } from "./priority.js";
 export type { Priority, PriorityName } from "./priority.js";

@@ -14,6 +14,7 @@ import { NodeRuntime } from "./runtime/node-runtime.js";
 import { resolveJobType, type Handler, type JobType, type RegisterOptions } from "./runtime/registry.js";
 import { inspectNode, type ActorTree } from "./runtime/inspect.js";
 import { parseCoordinatorSpec } from "../coordinators/index.js";
+import type { Coordinator } from "../coordinators/spi.js";
 import { ClusterServices, readClusterView, type ClusterView } from "./cluster/cluster-services.js";
 import { buildNodeRegistry } from "./cluster/heartbeat.js";
 import {
@@ -96,6 +97,13 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     this.offConnectionFaults = onConnectionFault(this.pool, (fault) =>
       this.events.emit("database:connection-error", fault),
     );
+    // A node never hears its own completion notices: its outcomes wake this instance's waiters directly.
+    node.onFinished({ wanted: () => this.hasWaiters, wake: (ids) => this.finishedHere(ids) });
+  }
+
+  /** waitFor listens to the node's own coordinator (one connection for wakeups and notices). */
+  protected override waitCoordinator(): Promise<Coordinator | null> {
+    return this.node.coordinator();
   }
 
   /** This node's id. */
