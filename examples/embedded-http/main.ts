@@ -2,7 +2,9 @@
  * A pawl node embedded in a plain node:http service: the same process serves requests and runs jobs.
  *
  *   POST /jobs       {"type": "report.render", "payload": {...}, "options": {...}}  -> 201 the job
- *   GET  /jobs/:id   -> 200 the job, 404 when there is none
+ *   GET  /jobs/:id   -> 200 the job (with its progress), 404 when there is none
+ *   GET  /jobs/:id/wait?timeoutMs=n -> 200 the job once it is final, 202 the job still running at the
+ *                    timeout; the wait ends when the client disconnects (pawl.waitFor with a signal)
  *
  * Shutdown (SIGINT/SIGTERM) closes the listener first (in-flight requests finish), then drains the node
  * (running jobs get a grace period), then closes the pool. A second signal aborts running jobs and drops
@@ -15,6 +17,7 @@ import {
   createPawl,
   PawlError,
   ValidationError,
+  WaitTimeoutError,
   type EnqueueOptions,
   type JobContext,
 } from "pawl";
@@ -34,6 +37,7 @@ pawl.register(
     for (let page = 1; page <= pages; page++) {
       ctx.throwIfCancellationRequested(); // a safe point between pages
       await sleep(50, ctx.signal);
+      ctx.progress({ page, pages }); // stored throttled; GET /jobs/:id shows it
     }
     return { title: payload.title, pages, renderedBy: ctx.nodeId };
   },
@@ -82,6 +86,22 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     const job = await pawl.enqueue(body.type as string, body.payload, options);
     return send(res, job.inserted ? 201 : 200, job);
   }
+  const waiting = /^\/jobs\/([^/]+)\/wait$/.exec(url.pathname);
+  if (req.method === "GET" && waiting) {
+    const id = decodeURIComponent(waiting[1] ?? "");
+    const timeoutMs = Number(url.searchParams.get("timeoutMs") ?? 25_000);
+    // The wait ends with the request: a client that hangs up stops costing a waiter.
+    const gone = new AbortController();
+    res.on("close", () => gone.abort(new HttpError(499, "the client went away")));
+    try {
+      return send(res, 200, await pawl.waitFor(id, { timeoutMs, signal: gone.signal }));
+    } catch (error) {
+      if (error instanceof WaitTimeoutError) return send(res, 202, await pawl.getJob(id));
+      if (error instanceof PawlError && error.code === "JOB_NOT_FOUND")
+        return send(res, 404, { error: "no such job" });
+      throw error;
+    }
+  }
   const match = /^\/jobs\/([^/]+)$/.exec(url.pathname);
   if (req.method === "GET" && match) {
     const job = await pawl.getJob(decodeURIComponent(match[1] ?? ""));
@@ -115,7 +135,7 @@ let finished = 0;
 pawl.on("job:succeeded", () => finished++);
 const ticker = setInterval(() => life.progress(`jobs succeeded=${finished}`), 1_000);
 
-/** The self-test of `--once`: enqueue over HTTP, then poll the job over HTTP until it is done. */
+/** The self-test of `--once`: enqueue over HTTP, then wait for the job over HTTP (one request, no polling). */
 async function selfTest(): Promise<boolean> {
   const bad = await fetch(`${base}/jobs`, {
     method: "POST",
@@ -134,13 +154,12 @@ async function selfTest(): Promise<boolean> {
     });
     const job = (await created.json()) as { id: string };
     life.progress(`POST /jobs -> ${created.status} job ${job.id}`);
-    let status = "PENDING";
-    for (let poll = 0; poll < 100 && (status === "PENDING" || status === "RUNNING"); poll++) {
-      await sleep(50);
-      status = ((await (await fetch(`${base}/jobs/${job.id}`)).json()) as { status: string }).status;
-    }
-    life.progress(`GET /jobs/${job.id} -> ${status}`);
-    ok &&= status === "SUCCEEDED";
+    const waited = await fetch(`${base}/jobs/${job.id}/wait?timeoutMs=10000`);
+    const done = (await waited.json()) as { status: string; progress: unknown };
+    life.progress(
+      `GET /jobs/${job.id}/wait -> ${waited.status} ${done.status} ${JSON.stringify(done.progress)}`,
+    );
+    ok &&= waited.status === 200 && done.status === "SUCCEEDED";
   }
   const missing = await fetch(`${base}/jobs/999999999999`);
   life.log(`GET /jobs/999999999999 -> ${missing.status}`);
