@@ -6,6 +6,7 @@
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Pawl, PawlConfig } from "../../src/index.js";
+import { jobDetail } from "../../src/cli/format.js";
 import { databaseUrl } from "../helpers/db.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
@@ -71,7 +72,9 @@ describe("ctx.progress", () => {
     const running = await node.getJob(job.id);
     expect(running).toMatchObject({ status: "RUNNING", progress: { step: "download", done: 3, total: 10 } });
     release.open();
-    expect((await node.waitFor(job)).progress).toEqual({ step: "download", done: 3, total: 10 });
+    const done = await node.waitFor(job);
+    expect(done.progress).toEqual({ step: "download", done: 3, total: 10 });
+    expect(jobDetail(done)).toMatch(/progress:\n {2}\{\n {4}"done": 3,/); // jsonb orders the keys
   });
 
   it("throttles a tight loop, emits every call, and lands the last value before the outcome", async () => {
@@ -96,6 +99,8 @@ describe("ctx.progress", () => {
       job.id,
     ]);
     expect(row.rows[0]?.progress).toBe(100);
+    // What `pawl job <id>` prints.
+    expect(jobDetail(done)).toContain("progress: 100%");
   });
 
   it("keeps the last value of a job that goes DEAD", async () => {
