@@ -124,16 +124,34 @@ export class EmbeddedPool extends pg.Pool {
   override connect(): Promise<pg.PoolClient>;
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
-    // Once booted, straight through: held-client.ts relies on pg-pool calling back synchronously.
-    if (this.booted) return callback ? super.connect(callback) : super.connect();
-    if (callback) {
-      this.ready.then(
-        () => super.connect(callback),
-        (error: Error) => callback(error, undefined, () => {}),
+    if (!callback) {
+      return new Promise((resolve, reject) =>
+        this.connect((error, client) => (error || !client ? reject(error) : resolve(client))),
       );
-      return;
     }
-    return this.ready.then(() => super.connect());
+    // Once booted, straight through: held-client.ts relies on pg-pool calling back synchronously.
+    if (this.booted) return this.connectWithHandover(callback, 0);
+    this.ready.then(
+      () => this.connectWithHandover(callback, 0),
+      (error: Error) => callback(error, undefined, () => {}),
+    );
+  }
+
+  /**
+   * pg-pool drops a connection whose query failed (pool.query releases it with the error) and opens a new
+   * one at once. The socket server takes one connection and notices the old one's close a tick later, so
+   * the new one can be turned away (EPIPE, a reset, or an early end) in that gap. Such a refusal is retried
+   * a few times, a few milliseconds apart; success is still handed over synchronously, inside pg-pool's
+   * callback.
+   */
+  private connectWithHandover(callback: ConnectCallback, attempt: number): void {
+    super.connect((error, client, done) => {
+      if (error !== undefined && attempt < maxHandoverRetries && isHandoverRefusal(error)) {
+        setTimeout(() => this.connectWithHandover(callback, attempt + 1), handoverRetryMs * (attempt + 1));
+        return;
+      }
+      callback(error, client, done);
+    });
   }
 
   override end(): Promise<void>;
@@ -164,4 +182,18 @@ export class EmbeddedPool extends pg.Pool {
 /** The location for logs and errors. */
 export function describeLocation(location: EmbeddedLocation): string {
   return location.kind === "memory" ? "in memory" : location.dataDir;
+}
+
+/** How often a connection turned away during a handover is tried again, and how far apart (ms, growing). */
+const maxHandoverRetries = 5;
+const handoverRetryMs = 5;
+
+/** Whether a failed connect is the socket server still holding the previous connection. */
+function isHandoverRefusal(error: Error): boolean {
+  const code = (error as { code?: unknown }).code;
+  return (
+    code === "EPIPE" ||
+    code === "ECONNRESET" ||
+    /Connection terminated unexpectedly|Connection terminated/.test(error.message)
+  );
 }

@@ -81,6 +81,19 @@ describe("enqueue", () => {
   });
 });
 
+describe("a failed statement", () => {
+  it("costs only itself: the next statement and the next enqueue run on a fresh connection", async () => {
+    const pawl = await node();
+    // pool.query drops a connection whose statement failed and opens another at once; the socket server
+    // holds one connection and notices the old one's close a tick later (the new one was turned away).
+    await expect(db.pool.query("SELECT 1/0")).rejects.toThrow(/division by zero/);
+    expect((await db.pool.query("SELECT 1 AS n")).rows).toEqual([{ n: 1 }]);
+    await expect(db.pool.query("SELECT 1/0")).rejects.toThrow(/division by zero/);
+    const job = await pawl.enqueue("after.failure", {});
+    expect((await pawl.getJob(job.id))?.status).toBe("PENDING");
+  });
+});
+
 describe("claim order", () => {
   it("orders by priority plus the age boost, then time", async () => {
     const pawl = await node();
