@@ -4,7 +4,7 @@
  * make its writes wake running work (src/client-hooks.ts).
  */
 import type pg from "pg";
-import { resolveConfig, type PawlConfig, type ResolvedConfig } from "./config.js";
+import { coordinatorFor, resolveConfig, type PawlConfig, type ResolvedConfig } from "./config.js";
 import { buildNewJob, type EnqueueOptions, type NewJob } from "./enqueue-input.js";
 import type { ClientHooks, ClientNode } from "./client-hooks.js";
 import { JobNotFoundError, PawlError, ValidationError } from "./errors.js";
@@ -22,7 +22,6 @@ import { validateDeadLetterFilter, validateFlowListFilter, validateFlowMemberLim
 import { asQueryable, type SqlClient } from "./store/sql.js";
 import { readExplainFacts } from "./store/explain-sql.js";
 import type { Coordinator } from "../coordinators/spi.js";
-import { createCoordinator } from "../coordinators/index.js";
 import { validateWaitForOptions, WaitRegistry, type WaitForOptions } from "./wait-for.js";
 import { explainJob, type Explanation } from "./logic/explain.js";
 import type { FlowListFilter } from "./store/flow-sql.js";
@@ -302,13 +301,7 @@ export class PawlClient<Tasks extends object = PawlTasks> {
     this.waitCoordinatorPromise ??=
       c.coordinator === "none"
         ? Promise.resolve(null)
-        : createCoordinator(c.coordinator, {
-            nodeId: c.nodeId,
-            connectionString: c.connectionString,
-            schema: c.schema,
-            logger: c.logger,
-            clock: c.clock,
-          }).then(async (coordinator) => {
+        : coordinatorFor(c).then(async (coordinator) => {
             await coordinator.start();
             return coordinator;
           });

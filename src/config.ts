@@ -8,6 +8,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
 import type { Coordinator } from "../coordinators/spi.js";
+import { createCoordinator } from "../coordinators/index.js";
 import { systemClock, type Clock } from "./clock.js";
 import { ValidationError } from "./errors.js";
 import { describeValue, storableText } from "./input-text.js";
@@ -295,4 +296,18 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     logger: config.logger ? guardLogger(config.logger) : silentLogger,
     clock: config.clock ?? systemClock,
   };
+}
+
+/**
+ * Creates the coordinator a resolved configuration names, with the node's identity, database, logger and
+ * clock: the one place the client (for waitFor) and the node build theirs from the config.
+ */
+export function coordinatorFor(c: ResolvedConfig): Promise<Coordinator> {
+  return createCoordinator(c.coordinator, {
+    nodeId: c.nodeId,
+    connectionString: c.connectionString,
+    schema: c.schema,
+    logger: c.logger,
+    clock: c.clock,
+  });
 }

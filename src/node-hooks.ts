@@ -17,10 +17,9 @@
  * hints. Nothing is collected when there is neither a coordinator to publish through nor a local waiter.
  */
 import type { Coordinator, FoldedNotify } from "../coordinators/spi.js";
-import { createCoordinator } from "../coordinators/index.js";
 import { MAX_FINISHED_IDS } from "../coordinators/hint-codec.js";
 import type { ClientHooks } from "./client-hooks.js";
-import type { ResolvedConfig } from "./config.js";
+import { coordinatorFor, type ResolvedConfig } from "./config.js";
 import { hintJobOfNew, hintJobOfRow, urgentHint } from "./enqueue-hints.js";
 import type { NewJob, TypeDefaults } from "./enqueue-input.js";
 import { toError, type PawlEventEmitter } from "./events.js";
@@ -208,13 +207,7 @@ export class NodeHooks implements ClientHooks {
   coordinator(): Promise<Coordinator> {
     if (!this.coordinatorPromise) {
       const c = this.config;
-      this.coordinatorPromise = createCoordinator(c.coordinator, {
-        nodeId: c.nodeId,
-        connectionString: c.connectionString,
-        schema: c.schema,
-        logger: c.logger,
-        clock: c.clock,
-      }).then(async (coordinator) => {
+      this.coordinatorPromise = coordinatorFor(c).then(async (coordinator) => {
         // Subscribed before start(), so the first `connected` is seen too. Hints that arrive before the
         // runtime exists have nothing to wake and are dropped.
         // Completion notices are for waitFor's registry, which listens itself: they bring no work.
