@@ -5,8 +5,9 @@
  */
 import type pg from "pg";
 import { coordinatorFor, resolveConfig, type PawlConfig, type ResolvedConfig } from "./config.js";
-import { buildNewJob, type EnqueueOptions, type NewJob } from "./enqueue-input.js";
+import { buildNewJob, type NewJob } from "./enqueue-input.js";
 import type { ClientHooks, ClientNode } from "./client-hooks.js";
+import { deadLetterQueue, type DeadLetterQueue } from "./dead-letter-queue.js";
 import { JobNotFoundError, PawlError, ValidationError } from "./errors.js";
 import { createPool } from "./store/pool.js";
 import { PostgresJobStore } from "./store/postgres-job-store.js";
@@ -14,11 +15,10 @@ import type { EnqueuedJob } from "./store/enqueue-jobs.js";
 import type { Job } from "./store/job-row.js";
 import type { CancelResult } from "./store/cancel-job.js";
 import type { ListJobsFilter } from "./store/read-jobs.js";
-import type { DeadLetterFilter, RetriedJobs } from "./store/dead-letter.js";
 import type { MigrateResult } from "./store/migrate.js";
 import { validateJobId } from "./store/job-id.js";
 import { validateCancelReason } from "./store/cancel-job.js";
-import { validateDeadLetterFilter, validateFlowListFilter, validateFlowMemberLimit } from "./filter-input.js";
+import { validateFlowListFilter, validateFlowMemberLimit } from "./filter-input.js";
 import { asQueryable, type SqlClient } from "./store/sql.js";
 import { readExplainFacts } from "./store/explain-sql.js";
 import type { Coordinator } from "../coordinators/spi.js";
@@ -48,52 +48,15 @@ import {
 } from "./composition/pause.js";
 import type { Pause, PauseResult } from "./composition/pause.js";
 import type {
+  EnqueueArgs,
+  EnqueueItem,
   IsTyped,
   PawlTasks,
-  PayloadField,
   TaskName,
   TaskPayload,
   TypedJob,
   UntypedTasks,
 } from "./task-map.js";
-
-/**
- * One item of {@link PawlClient.enqueueMany}: a job type, its payload, and the options of enqueue. With a
- * task map, a union over its job types, each with its own payload.
- *
- * @example
- * ```ts
- * const item: EnqueueItem = { type: "thumbnail", payload: { id: 1 }, priority: "low" };
- * ```
- */
-export type EnqueueItem<Tasks = PawlTasks, K extends TaskName<Tasks> = TaskName<Tasks>> = K extends unknown
-  ? { type: K } & PayloadField<TaskPayload<Tasks, K>> & Omit<EnqueueOptions, "client">
-  : never;
-
-/**
- * The arguments of {@link PawlClient.enqueue} after the type: with a task map the payload is the type's
- * (required unless it accepts undefined); without one, any payload, optional.
- */
-export type EnqueueArgs<Tasks, K, P = unknown> =
-  IsTyped<Tasks> extends true
-    ? undefined extends TaskPayload<Tasks, K>
-      ? [payload?: TaskPayload<Tasks, K>, options?: EnqueueOptions]
-      : [payload: TaskPayload<Tasks, K>, options?: EnqueueOptions]
-    : [payload?: P, options?: EnqueueOptions];
-
-/** The dead letter queue API. */
-export interface DeadLetterQueue {
-  /** DEAD jobs, newest first. */
-  list(filter?: DeadLetterFilter): Promise<Job[]>;
-  /**
-   * Sends DEAD jobs back to PENDING with attempts reset; returns those it sent back. A job whose unique key
-   * another live job holds is CANCELED instead (the live job wins): those are in the result's
-   * non-enumerable `duplicates`, never among the returned jobs, and the others are retried all the same.
-   */
-  retry(ids: string | readonly string[]): Promise<RetriedJobs>;
-  /** Deletes DEAD jobs matching the filter; returns how many. */
-  purge(filter?: DeadLetterFilter): Promise<number>;
-}
 
 /**
  * The enqueue and read API over one schema, without a node: for producers, scripts and the CLI. A
@@ -140,22 +103,7 @@ export class PawlClient<Tasks extends object = PawlTasks> {
     this.store = new PostgresJobStore(this.pool, this.config.schema, undefined, {
       succeeded: this.config.keepSucceeded ? "keep" : "delete",
     });
-    this.dlq = {
-      list: async (f) => this.store.listDead(validateDeadLetterFilter(f)),
-      retry: async (ids) => {
-        const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
-        const jobs = await this.store.retryDead(list);
-        for (const d of jobs.duplicates) {
-          this.hooks?.events.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
-        }
-        await this.hooks?.afterEnqueue(
-          jobs.map((j) => ({ ...j, inserted: true })),
-          undefined,
-        );
-        return jobs;
-      },
-      purge: async (f) => this.store.purgeDead(validateDeadLetterFilter(f)),
-    };
+    this.dlq = deadLetterQueue(this.store, this.hooks);
   }
 
   /** Creates or upgrades pawl's tables in the configured schema. Idempotent; safe from many nodes at once. */

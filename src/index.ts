@@ -35,7 +35,8 @@ export { PawlEventEmitter } from "./events.js";
 export type { PawlEvents, PawlEventName, JobEventInfo } from "./events.js";
 export type { ActorTree, ActorNode } from "./runtime/inspect.js";
 export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators/spi.js";
-export type { EnqueueItem, EnqueueArgs, DeadLetterQueue } from "./client.js";
+export type { EnqueueItem, EnqueueArgs } from "./task-map.js";
+export type { DeadLetterQueue } from "./dead-letter-queue.js";
 export type { PawlConfig, ResolvedConfig } from "./config.js";
 export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
 export {

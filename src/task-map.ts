@@ -11,6 +11,7 @@
  * With an empty map (nothing declared, the default), every name and every payload are accepted, as before
  * typing existed; with a map, only its names are, each with its payload and result.
  */
+import type { EnqueueOptions } from "./enqueue-input.js";
 import type { Job } from "./store/job-row.js";
 
 /**
@@ -132,3 +133,27 @@ export type PayloadField<P> = undefined extends P ? { payload?: P } : { payload:
 export type TypedJob<Tasks, K extends string = TaskName<Tasks>> = K extends unknown
   ? Job<TaskPayload<Tasks, K>> & { type: K; result: TaskResult<Tasks, K> | null }
   : never;
+
+/**
+ * One item of `enqueueMany`: a job type, its payload, and the options of enqueue. With a
+ * task map, a union over its job types, each with its own payload.
+ *
+ * @example
+ * ```ts
+ * const item: EnqueueItem = { type: "thumbnail", payload: { id: 1 }, priority: "low" };
+ * ```
+ */
+export type EnqueueItem<Tasks = PawlTasks, K extends TaskName<Tasks> = TaskName<Tasks>> = K extends unknown
+  ? { type: K } & PayloadField<TaskPayload<Tasks, K>> & Omit<EnqueueOptions, "client">
+  : never;
+
+/**
+ * The arguments of `enqueue` after the type: with a task map the payload is the type's
+ * (required unless it accepts undefined); without one, any payload, optional.
+ */
+export type EnqueueArgs<Tasks, K, P = unknown> =
+  IsTyped<Tasks> extends true
+    ? undefined extends TaskPayload<Tasks, K>
+      ? [payload?: TaskPayload<Tasks, K>, options?: EnqueueOptions]
+      : [payload: TaskPayload<Tasks, K>, options?: EnqueueOptions]
+    : [payload?: P, options?: EnqueueOptions];

@@ -8,7 +8,8 @@
 import { AssertionError } from "node:assert";
 import { buildNewJob, type EnqueueOptions, type NewJob } from "../enqueue-input.js";
 import { PawlError, ValidationError } from "../errors.js";
-import type { EnqueueItem, PawlClient } from "../client.js";
+import type { PawlClient } from "../client.js";
+import type { EnqueueItem } from "../task-map.js";
 import { typeDefaults } from "../runtime/registry.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { SqlClient } from "../store/sql.js";

@@ -16,7 +16,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
 import type { EnqueueOptions } from "../enqueue-input.js";
 import { PawlError } from "../errors.js";
-import type { EnqueueItem } from "../client.js";
+import type { EnqueueItem } from "../task-map.js";
 import type { Pawl } from "../pawl.js";
 import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import { asQueryable, type SqlClient } from "../store/sql.js";
