@@ -4,6 +4,7 @@
  * costs a map lookup, so the hot path can always emit.
  */
 import type { WakeupHint } from "../coordinators/spi.js";
+import type { HeartbeatResult } from "./cluster/heartbeat.js";
 import { describeThrown, thrownAsError } from "./logic/thrown-value.js";
 
 /** What every job event carries about the job. */
@@ -58,15 +59,7 @@ export interface PawlEvents {
    */
   "database:connection-error": { source: "held" | "idle"; error: Error };
   /** This node wrote its heartbeat (times are the database's; `nextDelayMs` adapts to `lagMs`). */
-  "cluster:heartbeat": {
-    nodeId: string;
-    heartbeatAt: Date;
-    startedAt: Date;
-    lagMs: number;
-    durationMs: number;
-    nextDelayMs: number;
-    wasDeclaredDead: boolean;
-  };
+  "cluster:heartbeat": { nodeId: string } & HeartbeatResult;
   /** A node's heartbeat passed the dead-node threshold (reported once, by the node that swept). */
   "cluster:node-dead": { nodeId: string; lastHeartbeat: Date; detectedBy: string };
   /** RUNNING jobs of dead nodes (or, at `startup`, of this node id's previous run) were recovered. */

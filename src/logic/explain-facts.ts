@@ -5,6 +5,7 @@
  * logic/ because the decision (./explain.ts) is their only reader that must not do I/O; the store
  * imports the registry's shape from here so the writer and the reader cannot drift.
  */
+import type { Job } from "../job.js";
 
 /** A job type as a node registered it. */
 export interface PublishedType {
@@ -70,26 +71,27 @@ export interface ExplainNode {
   registry: NodeRegistry | null;
 }
 
-/** The fields of a job explain reads (a `Job` has them all). */
-export interface ExplainJob {
-  id: string;
-  type: string;
-  queue: string;
-  status: "PENDING" | "RUNNING" | "SUCCEEDED" | "CANCELED" | "DEAD" | "WAITING" | "PAUSED";
-  scheduledTime: Date;
-  attempts: number;
-  maxAttempts: number;
-  timeoutMs: number | null;
-  pickedBy: string | null;
-  pickedAt: Date | null;
-  lastError: string | null;
-  cancelReason: string | null;
-  updatedAt: Date;
-  finishedAt: Date | null;
-  flowId?: string | null;
-  waitingFor?: "signal" | "dependencies" | null;
-  pausedBy?: "job" | "queue" | "type" | null;
-}
+/** The fields of a job explain reads. */
+export type ExplainJob = Pick<
+  Job,
+  | "id"
+  | "type"
+  | "queue"
+  | "status"
+  | "scheduledTime"
+  | "attempts"
+  | "maxAttempts"
+  | "timeoutMs"
+  | "pickedBy"
+  | "pickedAt"
+  | "lastError"
+  | "cancelReason"
+  | "updatedAt"
+  | "finishedAt"
+  | "flowId"
+  | "waitingFor"
+  | "pausedBy"
+>;
 
 /** A pause of a queue or a job type. */
 export interface ExplainPause {

@@ -23,17 +23,15 @@ export interface RecurringRow {
   updatedAt: Date;
 }
 
-/** What {@link upsertRecurring} writes. */
-export interface NewRecurring {
-  name: string;
-  cron: string;
-  timezone: string;
-  type: string;
+/**
+ * What {@link upsertRecurring} writes: a schedule's own fields, with the payload as JSON text and
+ * `nextFireAt` the first fire, used when the row is new or its cron or time zone changed.
+ */
+export interface NewRecurring extends Pick<
+  RecurringRow,
+  "name" | "cron" | "timezone" | "type" | "priority" | "missedFirePolicy" | "nextFireAt"
+> {
   payloadJson: string;
-  priority: number | null;
-  missedFirePolicy: MissedFirePolicy;
-  /** The first fire, used when the row is new or its cron or time zone changed. */
-  nextFireAt: Date;
 }
 
 interface RawRecurring {
