@@ -42,3 +42,5 @@ export {
   pickupLatencyBuckets,
 } from "./metric-set.js";
 export type { JobOutcome } from "./metric-set.js";
+export { connectStatelyInspector } from "./stately-bridge.js";
+export type { StatelyBridge, StatelyBridgeNode, StatelyBridgeOptions } from "./stately-bridge.js";
