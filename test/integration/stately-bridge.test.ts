@@ -224,6 +224,26 @@ describe("connectStatelyInspector", () => {
     }
   });
 
+  it("closed while the relay is down, it never connects again", async () => {
+    const port = await freePort();
+    let failures = 0;
+    const bridge = await connectStatelyInspector(node, {
+      url: `ws://127.0.0.1:${port}`,
+      reconnectMs: 50,
+      onError: () => failures++,
+    });
+    await vi.waitFor(() => expect(failures).toBe(1));
+    bridge.close(); // a reconnect is pending now
+    const r = await relay(port);
+    try {
+      await new Promise((s) => setTimeout(s, 300)); // six reconnect periods
+      expect(r.connections).toBe(0);
+      expect(bridge.connected).toBe(false);
+    } finally {
+      await r.close();
+    }
+  });
+
   it("talks to @statelyai/inspect's own relay server, which hands the events to the inspector page", async () => {
     const port = await freePort();
     const server = createInspectorServer({ port, autoOpen: false });
