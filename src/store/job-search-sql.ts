@@ -2,8 +2,8 @@
  * The console's text search in payloads: jobs whose payload's JSON text contains a string
  * (case-insensitive), newest first. No index serves a substring of a jsonb's text, so an unbounded search
  * for a rare string would read the whole table; this one reads a window of at most `scan` rows per page
- * (the newest below `beforeId` that pass the other filters, on the primary keys of both tables), and says
- * where the window stopped, so the next page goes on from there. A page can so hold fewer than `limit`
+ * (the newest below `beforeId`, on the primary keys of both tables), applies the text and the other
+ * filters within it, and says where the window stopped, so the next page goes on from there. A page can so hold fewer than `limit`
  * hits while older ones exist; `scannedTo` tells the caller to offer "search older".
  */
 import { ValidationError } from "../errors.js";
@@ -26,7 +26,7 @@ export interface JobSearchFilter extends Omit<ListJobsFilter, "limit"> {
 export interface JobSearchPage {
   /** The hits, newest first. */
   jobs: Job[];
-  /** How many rows the window read. */
+  /** How many rows the window read (all jobs, whatever the filters). */
   scanned: number;
   /**
    * The id to continue below (`beforeId` of the next page): the last hit when the page is full, else the
@@ -53,24 +53,25 @@ export async function searchJobs(db: Queryable, t: Tables, filter: JobSearchFilt
   }
   const v = validateListJobsFilter(rest);
   const scan = Math.min(1_000_000, Math.max(1, Math.floor(scanValue ?? 20_000)));
-  const where: string[] = [];
   const values: unknown[] = [];
-  const add = (sql: string, value: unknown) => {
+  const param = (value: unknown) => {
     values.push(value);
-    where.push(sql.replace("?", `$${values.length}`));
+    return `$${values.length}`;
   };
-  if (v.status !== undefined) add("status = ANY(?::text[])", v.status);
-  if (v.type !== undefined) add("type = ?", v.type);
-  if (v.queue !== undefined) add("queue = ?", v.queue);
-  if (v.beforeId !== undefined) add("id < ?::bigint", v.beforeId);
-  values.push(`%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-  const pattern = `$${values.length}`;
+  // The window is the newest rows by id alone, so its cost is `scan` rows whatever the filters: a window
+  // of rows that pass a type filter would walk the primary key until it had found `scan` of that type.
+  const window = v.beforeId === undefined ? "" : `WHERE id < ${param(v.beforeId)}::bigint`;
+  const match: string[] = [
+    `payload::text ILIKE ${param(`%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)} ESCAPE '\\'`,
+  ];
+  if (v.status !== undefined) match.push(`status = ANY(${param(v.status)}::text[])`);
+  if (v.type !== undefined) match.push(`type = ${param(v.type)}`);
+  if (v.queue !== undefined) match.push(`queue = ${param(v.queue)}`);
   const res = await db.query<{ hits: string[]; scanned: number; oldest: string | null }>(
     `WITH w AS MATERIALIZED (
-       SELECT id, payload FROM ${t.all} ${where.length ? "WHERE " + where.join(" AND ") : ""}
-       ORDER BY id DESC LIMIT ${scan})
-     SELECT ARRAY(SELECT id::text FROM w WHERE payload::text ILIKE ${pattern} ESCAPE '\\'
-                  ORDER BY id DESC LIMIT ${v.limit}) AS hits,
+       SELECT id, status, type, queue, payload FROM ${t.all} ${window} ORDER BY id DESC LIMIT ${scan})
+     SELECT ARRAY(SELECT w.id::text AS hit FROM w WHERE ${match.join(" AND ")}
+                  ORDER BY w.id DESC LIMIT ${v.limit}) AS hits,
             (SELECT count(*) FROM w)::int AS scanned,
             (SELECT min(id) FROM w)::text AS oldest`,
     values,
