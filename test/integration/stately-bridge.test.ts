@@ -224,6 +224,28 @@ describe("connectStatelyInspector", () => {
     }
   });
 
+  it("connected before start(), it follows the node once it starts", async () => {
+    const r = await relay();
+    const later = testNode(schema, { concurrency: 1 });
+    const bridge = await connectStatelyInspector(later, { url: r.url });
+    try {
+      await vi.waitFor(() => expect(bridge.connected).toBe(true));
+      expect(r.messages).toHaveLength(0);
+      later.register("bridge.later", async () => "done");
+      await later.start();
+      await vi.waitFor(() =>
+        expect(r.messages.some((m) => m.type === "@xstate.actor" && m.name === "poller")).toBe(true),
+      );
+      const job = await later.enqueue("bridge.later", {});
+      await later.events.next("job:succeeded", (e) => e.job.id === job.id);
+      await vi.waitFor(() => expect(r.messages.some((m) => m.event?.type === "SETTLED")).toBe(true));
+    } finally {
+      bridge.close();
+      await later.close();
+      await r.close();
+    }
+  });
+
   it("closed while the relay is down, it never connects again", async () => {
     const port = await freePort();
     let failures = 0;
