@@ -149,6 +149,8 @@ describe("searchJobs", () => {
     const done = await node.enqueue("search.done", { note: "acme, finished" });
     await node.events.next("job:succeeded", (e) => e.job.id === done.id);
     await node.close();
+    // Ids from 996 on: the 12 cross 999 -> 1000, so an order by the id's text ("999" > "1000") shows.
+    await pool.query(`SELECT setval(pg_get_serial_sequence('${t.jobs}', 'id'), 995)`);
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) {
       const payload = i % 3 === 0 ? { note: `Invoice ${i} for ACME` } : { note: `receipt ${i}`, pct: "100%" };
