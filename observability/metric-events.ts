@@ -89,7 +89,9 @@ export function subscribeMetrics(
     }),
     source.on("job:snoozed", (e) => outcome(e.job.type, "snoozed")),
     source.on("job:canceled", (e) => outcome(e.job.type, "canceled")),
-    source.on("job:rescheduled", (e) => outcome(e.job.type, `rescheduled_${e.reason}`)),
+    source.on("job:rescheduled", (e) =>
+      outcome(e.job.type, e.reason === "rate-limit" ? "rescheduled_rate_limit" : `rescheduled_${e.reason}`),
+    ),
     source.on("job:waiting", (e) => outcome(e.job.type, "waiting")),
     source.on("job:lost", (e) => outcome(e.job.type, "lost")),
 
