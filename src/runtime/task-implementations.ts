@@ -24,7 +24,7 @@ import { pollingStrategyLogic } from "../machines/polling-strategy-actor.js";
 import { watchdogMachine } from "../machines/watchdog-machine.js";
 import { watchdogSchedule, type WatchdogStep } from "../logic/watchdog-schedule.js";
 import { contextServices } from "../composition/signals.js";
-import { RateGate } from "./rate-gate.js";
+import type { RateGate } from "./rate-gate.js";
 
 /** Batches per-job reads (payload loads, cancellation checks) that arrive in the same tick into one query. */
 function batcher<T>(
@@ -64,6 +64,8 @@ export interface TaskHost {
   readonly watchdogs: Pick<WatchdogArming, "arm" | "later">;
   /** The node's circuit breakers. */
   readonly breakers: Pick<BreakerGate, "decide" | "admit">;
+  /** The node's rate-limit admission. */
+  readonly rates: Pick<RateGate, "limited" | "keysOf" | "admit">;
   /** The attempt a slot runs. */
   runOf(slot: number): JobRun | undefined;
   /** The attempt of a job in flight on this node. */
@@ -88,7 +90,7 @@ export function taskImplementations(host: TaskHost) {
   const send = (run: JobRun, event: JobTaskEvent) => host.sendToSlot(run.slot, event);
   // What a handler's ctx.waitForSignal() and ctx.flow() read, and where a "wait" outcome parks the job.
   const services = contextServices(store, host.nodeId, host.outcomes, events);
-  const rates = new RateGate({ store, clock, events, queueLimits: options.queueRateLimits });
+  const { rates } = host;
 
   const settle = (run: JobRun, outcome: TaskOutcome) => {
     if (run.settled) return; // the watchdog or shutdown ended this attempt already

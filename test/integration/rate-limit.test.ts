@@ -9,6 +9,7 @@ import type pg from "pg";
 import type { Pawl } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
+import { actorsView } from "../../observability/actor-view.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -77,6 +78,10 @@ describe("rate limits", () => {
     const limitedDone = Promise.all(limited.map((j) => n!.waitFor(j.id, { timeoutMs: 30_000 })));
     await freeDone;
     const freeMs = Date.now() - t0;
+    // The inspector shows the key this node remembers as closed (the backlog is still being refused).
+    const remembered = actorsView(n, false).rateLimits;
+    expect(remembered.map((k) => k.key)).toEqual(["type:limited"]);
+    expect(remembered[0]?.refused).toBeGreaterThan(0);
     await limitedDone;
     const limitedMs = Date.now() - t0;
     // 20 starts at 5 per 500 ms need at least three full windows after the first.

@@ -336,6 +336,7 @@ describe("pawl inspect helpers", () => {
       nodeId: "n1",
       running: true,
       at: "2030-01-01T00:00:00.000Z",
+      rateLimits: [],
       busy: [
         {
           slot: 0,
