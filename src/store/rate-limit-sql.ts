@@ -144,19 +144,21 @@ export async function admitRate(
   return { admitted, retryInMs, keys: windows };
 }
 
+/**
+ * The windows of the keys `keys` (an SQL text[] expression, NULL for all) as of `now` (an SQL expression):
+ * `key`, `limit`, `per_ms`, `used`, `open_at`. Shared by {@link rateWindows} and explain's facts.
+ */
+export const rateWindowsSql = (t: Tables, keys: string, now: string) =>
+  `SELECT r.key, r.max_starts AS "limit", r.per_ms::float8 AS per_ms, w.used,
+          CASE WHEN w.used >= r.max_starts THEN w.oldest + r.per_ms * interval '1 millisecond' END AS open_at
+   FROM ${rateTable(t)} r,
+        LATERAL (SELECT count(*)::int AS used, min(s.started_at) AS oldest FROM ${startTable(t)} s
+                 WHERE s.key = r.key AND ${window("s", now, "r.per_ms")}) w
+   WHERE ${keys} IS NULL OR r.key = ANY(${keys})
+   ORDER BY r.key LIMIT ${maxRateWindows}`;
+
 const windowsStatement = (t: Tables) =>
-  named(
-    t,
-    "rate_windows",
-    `WITH clock AS MATERIALIZED (SELECT coalesce($2::timestamptz, now()) AS now)
-     SELECT r.key, r.max_starts AS "limit", r.per_ms::float8 AS per_ms, w.used,
-            CASE WHEN w.used >= r.max_starts THEN w.oldest + r.per_ms * interval '1 millisecond' END AS open_at
-     FROM ${rateTable(t)} r, clock c,
-          LATERAL (SELECT count(*)::int AS used, min(s.started_at) AS oldest FROM ${startTable(t)} s
-                   WHERE s.key = r.key AND ${window("s", "c.now", "r.per_ms")}) w
-     WHERE $1::text[] IS NULL OR r.key = ANY($1::text[])
-     ORDER BY r.key LIMIT ${maxRateWindows}`,
-  );
+  named(t, "rate_windows", rateWindowsSql(t, "$1::text[]", "coalesce($2::timestamptz, now())"));
 
 /**
  * The windows of `keys` (all keys when omitted, at most {@link maxRateWindows}), as of `now` (the
