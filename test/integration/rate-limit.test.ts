@@ -10,6 +10,7 @@ import type { Pawl } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
 import { actorsView } from "../../observability/actor-view.js";
+import { PostgresJobStore } from "../../src/store/postgres-job-store.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -176,5 +177,18 @@ describe("rate limits", () => {
       "queueRateLimits.mail: perMs must be an integer from 1 to 2147483647, got 0",
     );
     void node.close();
+  });
+});
+
+describe("pruning the log", () => {
+  it("drops starts out of their window and keys idle for a window; keeps what a window still holds", async () => {
+    const store = new PostgresJobStore(pool, schema);
+    const longAgo = new Date(Date.now() - 600_000);
+    await store.admitRate([{ key: "key:gone-tenant", limit: 5, perMs: 1000 }], "1", longAgo);
+    await store.admitRate([{ key: "key:live-tenant", limit: 5, perMs: 3_600_000 }], "2");
+    expect(await store.pruneRateLimits()).toBeGreaterThanOrEqual(1);
+    const keys = (await store.rateWindows()).map((w) => w.key);
+    expect(keys).not.toContain("key:gone-tenant");
+    expect((await store.rateWindows(["key:live-tenant"]))[0]?.used).toBe(1);
   });
 });
