@@ -367,8 +367,8 @@ describe("pawl inspect helpers", () => {
       {
         ...view,
         rateLimits: [
-          { key: "type:api", openAt: 3500, openAtIso: "", closed: true, refused: 12 },
-          { key: "type:old", openAt: 500, openAtIso: "", closed: false, refused: 1 },
+          { key: "type:api", openAt: 3500, closed: true, refused: 12 },
+          { key: "type:old", openAt: 500, closed: false, refused: 1 },
         ],
       },
       1000,
