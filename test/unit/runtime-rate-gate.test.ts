@@ -33,7 +33,7 @@ function setup() {
 
 const type = resolveJobType("api", async () => 1, { rateLimit: { limit: 2, perMs: 1000 } });
 const keyed = resolveJobType("tenant", async () => 1, {
-  rateLimit: { limit: 2, perMs: 1000, key: (p: { t: unknown }) => p.t as string },
+  rateLimit: { limit: 2, perMs: 1000, key: (p: unknown) => (p as { t: unknown }).t as string },
 });
 const plain = resolveJobType("plain", async () => 1);
 
