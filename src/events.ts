@@ -44,7 +44,26 @@ export interface PawlEvents {
   /** A job's result was discarded because it was canceled while running (or before it started). */
   "job:canceled": { job: JobEventInfo };
   /** A job handed back without counting the attempt. */
-  "job:rescheduled": { job: JobEventInfo; reason: "breaker" | "permit" | "shutdown"; delayMs: number };
+  "job:rescheduled": {
+    job: JobEventInfo;
+    reason: "breaker" | "permit" | "rate-limit" | "shutdown";
+    delayMs: number;
+  };
+  /**
+   * A job's attempt was refused by a rate limit (it is handed back, `job:rescheduled` follows): `keys` are
+   * the full windows, `retryInMs` when it comes back, `local` when this node refused it from its memory of
+   * the keys' openings, without asking the store.
+   */
+  "job:rate-limited": { job: JobEventInfo; keys: string[]; retryInMs: number; local: boolean };
+  /** The store's answer to a rate-limit admission, per key: the starts in its window now (cluster-wide). */
+  "rate-limit:window": {
+    key: string;
+    type: string;
+    used: number;
+    limit: number;
+    full: boolean;
+    openInMs: number;
+  };
   /** An outcome the store refused: the row is no longer held by this node (canceled or recovered). */
   "job:lost": { job: JobEventInfo; outcome: string };
   "watchdog:soft-warning": { job: JobEventInfo; deadline: number };

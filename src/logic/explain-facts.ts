@@ -18,6 +18,8 @@ export interface PublishedType {
   resource: string | null;
   /** The type's per-attempt timeout, or null for the node's default. */
   timeoutMs: number | null;
+  /** The type's rate limit (`keyed`: by its key function's value), or null; absent from older nodes. */
+  rateLimit?: { limit: number; perMs: number; keyed: boolean } | null;
 }
 
 /** One of a node's per-queue lanes (only with `queues`). */
@@ -52,6 +54,8 @@ export interface NodeRegistry {
   breakers: PublishedBreaker[];
   /** Resource capacities from the node's configuration (a resource missing here is unlimited). */
   resources: Record<string, number>;
+  /** Per-queue rate limits from the node's configuration; absent from older nodes. */
+  queueRateLimits?: Record<string, { limit: number; perMs: number }>;
   /** The per-attempt timeout of types without their own. */
   defaultTimeoutMs: number;
 }
@@ -115,6 +119,17 @@ export interface ExplainPermits {
   holders: ExplainPermit[];
 }
 
+/** A rate-limit key's window, as the store keeps it (the limit it was last admitted under). */
+export interface ExplainRateWindow {
+  key: string;
+  limit: number;
+  perMs: number;
+  /** Starts in (now - perMs, now]. */
+  used: number;
+  /** When a full window has room again; null when it is not full. */
+  openAt: Date | null;
+}
+
 /** A flow dependency that has not finished. */
 export interface ExplainDependency {
   id: string;
@@ -134,6 +149,8 @@ export interface ExplainFacts {
   pauses: ExplainPause[];
   /** Held permits by resource. */
   permits: Record<string, ExplainPermits>;
+  /** The windows of the job's type and queue rate-limit keys (`type:<type>`, `queue:<queue>`) that exist. */
+  rateWindows?: ExplainRateWindow[];
   /** The job's unfinished flow dependencies (empty for a job not waiting on its flow). */
   dependencies: ExplainDependency[];
   /** The cluster's dead-node threshold and orphan sweep interval (for the expected rescue time). */
