@@ -19,6 +19,7 @@ export type {
   TaskResult,
   PayloadField,
   TypedJob,
+  TypedEvent,
 } from "./task-map.js";
 export type {
   StandardSchema,

@@ -4,6 +4,7 @@
  */
 import type { Job, JobErrorRecord, JobStatus } from "../job.js";
 import { jobTableColumns, type JobTableColumn } from "./finished-sql.js";
+import { timestamptzMs } from "./claim-row-types.js";
 
 // The job's own types live in src/job.ts, where pure logic can name them too; the store's readers take
 // them from here with the row mapping.
@@ -59,6 +60,19 @@ export function jobColumns(alias?: string): string {
   return rowColumns.map((c) => p + c).join(", ");
 }
 
+/**
+ * A `timestamptz` column as a Date. pg gives a Date; a caller's own client behind a SqlClient adapter may
+ * not (drizzle's node-postgres driver turns pg's timestamp parsing off and returns the text), and the rows
+ * its transaction returns (an enqueue's, a flow's members) are read here too.
+ */
+function asDate(value: Date | string): Date {
+  return typeof value === "string" ? new Date(timestamptzMs(value)) : value;
+}
+
+function asDateOrNull(value: Date | string | null): Date | null {
+  return value === null ? null : asDate(value);
+}
+
 /** Maps a row to a {@link Job}. */
 export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
   // `errors` is always an array in rows pawl writes; a row written by another client or by hand may hold
@@ -72,20 +86,20 @@ export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
     payload: row.payload as P,
     priority: row.priority,
     status: row.status,
-    scheduledTime: row.scheduled_time,
+    scheduledTime: asDate(row.scheduled_time),
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     timeoutMs: row.timeout_ms,
     pickedBy: row.picked_by,
-    pickedAt: row.picked_at,
+    pickedAt: asDateOrNull(row.picked_at),
     uniqueKey: row.unique_key,
     errors,
     lastError: lastErrorMessage(last),
     result: row.result,
     cancelReason: row.cancel_reason,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    finishedAt: row.finished_at,
+    createdAt: asDate(row.created_at),
+    updatedAt: asDate(row.updated_at),
+    finishedAt: asDateOrNull(row.finished_at),
     flowId: row.flow_id ?? null,
     flowStep: row.flow_step ?? null,
     waitingFor:

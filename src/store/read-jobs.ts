@@ -7,10 +7,11 @@ import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from ".
 import { validateListJobsFilter } from "../filter-input.js";
 import type { Queryable, Tables } from "./sql.js";
 
-/** Filters of {@link listJobs}. */
-export interface ListJobsFilter {
+/** Filters of {@link listJobs} (`K`: the job type names allowed, a task map's when it has one). */
+export interface ListJobsFilter<K extends string = string> {
   status?: JobStatus | readonly JobStatus[];
-  type?: string;
+  /** Only jobs of this type (with a task map: one of its names, and the jobs read are typed by it). */
+  type?: K;
   queue?: string;
   /** At most this many, newest first: an integer >= 1 (default 50, capped at 1000). */
   limit?: number;

@@ -19,6 +19,7 @@ import type { JobType } from "../runtime/registry.js";
 import type { ClaimedJob } from "../store/claim-jobs.js";
 import { DirectWriter } from "./direct-writer.js";
 import { runtimeOptionsOf, type AnyPawl } from "./internals.js";
+import type { PawlTasks, TaskName, TaskResult } from "../task-map.js";
 
 /**
  * How an attempt run by inline() or drain() ended, as recorded in the store:
@@ -52,6 +53,21 @@ export interface AttemptResult {
   /** Whether the attempt hit its deadline. */
   timedOut: boolean;
 }
+
+/**
+ * An {@link AttemptResult} as inline() and drain() report it for a `Pawl<Tasks>`: with a task map, a union
+ * over its job types, each with its `result` type, so narrowing on `type` types `result`. Without a map,
+ * an AttemptResult.
+ *
+ * @example
+ * ```ts
+ * const [r] = (await drain(pawl)).jobs;
+ * if (r?.type === "email.send" && r.status === "succeeded") r.result?.messageId;
+ * ```
+ */
+export type TypedAttemptResult<Tasks = PawlTasks, K extends string = TaskName<Tasks>> = K extends unknown
+  ? Omit<AttemptResult, "type" | "result"> & { type: K; result?: TaskResult<Tasks, K> }
+  : never;
 
 const outcomeEvents = new Set<PawlEventName>([
   "job:succeeded",

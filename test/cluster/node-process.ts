@@ -10,7 +10,7 @@
  * Environment: DATABASE_URL, PAWL_SCHEMA, PAWL_NODE_ID, PAWL_CONCURRENCY (read by createPawl), and
  * NODE_OPTIONS_JSON: extra createPawl options plus `graceMs` for the stop. The fault tests add
  * PAWL_FAULT_KIT, PAWL_FAULT_SCHEDULE, PAWL_RECORDS_URL and PAWL_PROBE_TYPE / PAWL_PROBE_PEER_TYPE (below);
- * the rate-limit test PAWL_RATE_LIMIT.
+ * the rate-limit test PAWL_RATE_LIMIT, the waitFor test PAWL_OUTCOME_KIT.
  */
 import { performance } from "node:perf_hooks";
 import pg from "pg";
@@ -109,6 +109,30 @@ if (faultKit) {
   pawl.on("wakeup", (e) => {
     if (e.source === "coordinator" && e.hint)
       say({ event: "wakeup", at: Date.now(), target: e.hint.target ?? null, source: e.hint.source });
+  });
+}
+
+// PAWL_OUTCOME_KIT=1 (wait-for-processes.test.ts): job types that end each way a waiter can see.
+// `outcome.ok` waits `sleepMs` and returns `{ i }` (SUCCEEDED), `outcome.fail` throws with one attempt
+// (DEAD), `outcome.hold` runs until the test cancels it (CANCELED; its attempt ends when the signal
+// aborts, at the latest after 60 s so a lost cancel cannot hang the stop).
+if (process.env.PAWL_OUTCOME_KIT === "1") {
+  pawl.register("outcome.ok", async (p: { i: number; sleepMs?: number }) => {
+    if (p.sleepMs) await new Promise((resolve) => setTimeout(resolve, p.sleepMs));
+    return { i: p.i };
+  });
+  pawl.register(
+    "outcome.fail",
+    async (p: { i: number }) => {
+      throw new Error(`outcome.fail ${p.i}`);
+    },
+    { maxAttempts: 1 },
+  );
+  pawl.register("outcome.hold", async (_p, ctx) => {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, 60_000);
+      ctx.signal.addEventListener("abort", () => resolve(clearTimeout(timer)), { once: true });
+    });
   });
 }
 
