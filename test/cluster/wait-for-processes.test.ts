@@ -52,9 +52,8 @@ beforeAll(async () => {
     waiterQueries++;
     return query(...args);
   };
-  // connectionString too: the postgres coordinator's LISTEN connection is made from it, not from `pool`.
+  // The postgres coordinator's LISTEN connection goes to the pool's database (read from its settings).
   waiter = new PawlClient({
-    connectionString: databaseUrl,
     schema,
     pool: waiterPool,
     coordinator: "postgres",
