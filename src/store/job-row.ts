@@ -3,6 +3,7 @@
  * database and strings in JavaScript, so they never lose precision.
  */
 import { jobTableColumns, type JobTableColumn } from "./finished-sql.js";
+import { statusSql } from "./lease-sql.js";
 
 /**
  * The statuses a job can be in. A retry is PENDING again with a later scheduled time. WAITING (a flow step
@@ -128,10 +129,14 @@ const bookkeepingColumns: ReadonlySet<JobTableColumn> = new Set([
 /** The columns a {@link JobRow} has: the job tables' ({@link jobTableColumns}), in their order. */
 const rowColumns = jobTableColumns.filter((c) => !bookkeepingColumns.has(c));
 
-/** Every column of a {@link JobRow}, for SELECT and RETURNING lists (qualified by `alias` when given). */
+/**
+ * Every column of a {@link JobRow}, for SELECT and RETURNING lists (qualified by `alias` when given). The
+ * status is the one users see: RUNNING for a leased row of the live table (./lease-sql.ts), so a read of
+ * either table or of the view shows the same status.
+ */
 export function jobColumns(alias?: string): string {
   const p = alias ? `${alias}.` : "";
-  return rowColumns.map((c) => p + c).join(", ");
+  return rowColumns.map((c) => (c === "status" ? `${statusSql(alias)} AS status` : p + c)).join(", ");
 }
 
 /** Maps a row to a {@link Job}. */

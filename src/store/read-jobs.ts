@@ -6,6 +6,7 @@
 import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from "./job-row.js";
 import { validateListJobsFilter } from "../filter-input.js";
 import type { Queryable, Tables } from "./sql.js";
+import { statusSql } from "./lease-sql.js";
 
 /** Filters of {@link listJobs}. */
 export interface ListJobsFilter {
@@ -84,7 +85,7 @@ export interface JobCount {
 export async function countJobs(db: Queryable, t: Tables, maxTypes = 200): Promise<JobCount[]> {
   const res = await db.query<{ status: JobStatus; type: string; count: string }>(
     `SELECT status, type, count(*) AS count
-     FROM (SELECT status, type FROM ${t.jobs} WHERE status IN ('PENDING', 'RUNNING')
+     FROM (SELECT ${statusSql()} AS status, type FROM ${t.jobs} WHERE status = 'PENDING'
            UNION ALL
            SELECT status, type FROM ${t.finished} WHERE status = 'DEAD') c
      GROUP BY status, type ORDER BY count(*) DESC LIMIT $1`,

@@ -83,7 +83,7 @@ describe("orphan recovery", () => {
     await services.sweeper.runOnce();
     // The second attempt is claimed by another node that dies too.
     await pool.query(
-      `UPDATE "${schema}".scheduler_job_queue SET status = 'RUNNING', attempts = attempts + 1, picked_by = 'crashy-2', picked_at = now() WHERE id = $1`,
+      `UPDATE "${schema}".scheduler_job_queue SET attempts = attempts + 1, picked_by = 'crashy-2', picked_at = now() WHERE id = $1`,
       [id],
     );
     await insertNode(pool, schema, "crashy-2", 10_000);
