@@ -856,11 +856,14 @@ UPDATE {{schema}}.scheduler_job_queue SET status = 'PENDING' WHERE status = 'RUN
 -- seconds, the claim all the time).
 DROP INDEX {{schema}}.scheduler_job_queue_running_idx;
 
--- Room on each page for the claim's new row version (HOT needs the new version on the same page). 60
--- leaves 40% free at insert; docs/benchmarks.md (2026-12-02) has the measurements. The setting applies to
--- pages written from now on; existing pages fill as before until their rows are claimed and ended (or a
--- VACUUM FULL / pg_repack rewrites the table).
-ALTER TABLE {{schema}}.scheduler_job_queue SET (fillfactor = 60);
+-- Room on each page for the claim's new row versions: HOT needs the new version on the same page, and a
+-- claim batch takes many rows of one page at once, before any old version can be pruned, with each new
+-- version a little larger than the old (picked_by and picked_at are set). At 45 every claim of a 20,000-job
+-- drain was HOT; at 50, 89%; at 60, 61% (docs/benchmarks.md, 2026-12-02). The cost is a live table about
+-- twice as large per backlog row. The setting applies to pages written from now on: existing pages stay
+-- as full as they are (their claims are not HOT) until their rows end and the space is reused, or a
+-- VACUUM FULL / pg_repack rewrites the table.
+ALTER TABLE {{schema}}.scheduler_job_queue SET (fillfactor = 45);
 
 -- Every job as users see it: a leased live row is RUNNING. The columns are named, in the tables' order
 -- (a column added to both tables later is appended here too, by recreating the view); CREATE OR REPLACE
