@@ -113,6 +113,12 @@ const toRecovered = (r: RecoveredRow): RecoveredJob => ({
 /**
  * Recovers up to `limit` RUNNING rows held by dead nodes (heartbeat older than `thresholdMs`, or no node
  * row and picked more than `thresholdMs` ago). Call again while it returns `limit` rows.
+ *
+ * With `scanAll` false the job rows are read only when some node is stale and not yet marked dead by the
+ * reaper (`node_info.deadAt`, ./node-sql.ts): a read of the small node table decides first, so a sweep
+ * with nothing to do costs no read of the backlog (at 200,000 PENDING rows the recovery statement takes
+ * 250-600 ms here, against 0.6 ms with the running index of before 0008). Rows the gate cannot see coming (a node id
+ * without a row, a row a previous sweep skipped as locked) wait for the next sweep with `scanAll`.
  */
 export async function recoverOrphans(
   db: Queryable,
@@ -120,7 +126,20 @@ export async function recoverOrphans(
   thresholdMs: number,
   limit: number,
   now: Date | null = null,
+  scanAll = true,
 ): Promise<RecoveredJob[]> {
+  if (!scanAll) {
+    const gate = await db.query<{ any: boolean }>(
+      named(
+        t,
+        "orphan_gate",
+        `SELECT EXISTS (SELECT 1 FROM ${t.nodes} WHERE NOT node_info ? 'deadAt'
+                          AND heartbeat_ts < coalesce($2::timestamptz, now()) - $1::bigint * interval '1 millisecond')
+                AS any`,
+      )([thresholdMs, now]),
+    );
+    if (!gate.rows[0]?.any) return [];
+  }
   const n = "coalesce($3::timestamptz, now())";
   const cutoff = `${n} - $1::bigint * interval '1 millisecond'`;
   const orphans = `
