@@ -51,7 +51,7 @@ export type { WaitForOptions } from "./wait-for.js";
 export type { PawlErrorCode } from "./errors.js";
 export { priorities, resolvePriority } from "./priority.js";
 export type { Priority, PriorityName } from "./priority.js";
-export type { Job, JobStatus, JobErrorRecord } from "./store/job-row.js";
+export type { Job, JobStatus, JobErrorRecord } from "./job.js";
 export type { EnqueuedJob } from "./store/enqueue-jobs.js";
 export type { SqlClient } from "./store/sql.js";
 export type { CancelResult } from "./store/cancel-job.js";

@@ -183,6 +183,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
           tree: this.inspect(),
           concurrency: c.concurrency,
           resources: c.runtimeOptions.resources,
+          queueRateLimits: c.runtimeOptions.queueRateLimits,
           defaultTimeoutMs: c.runtimeOptions.defaultTimeoutMs,
           breakerOpenMs: (service) => c.runtimeOptions.breakerFor(service).openMs,
         }),

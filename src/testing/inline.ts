@@ -62,7 +62,7 @@ const depth = new AsyncLocalStorage<number>();
  * at the next flush). The handler gets a real JobContext (attempt 1 for a new job, the deadline of its
  * timeout, `JobContext.current()`), and its outcome is recorded by the runtime's own rules: a failure is
  * retried or sent DEAD exactly as on a node, and a Snooze leaves the job PENDING. The retried job is not
- * run again: call {@link drain} with `now` to run it. Circuit breakers and resource permits are not
+ * run again: call {@link drain} with `now` to run it. Circuit breakers, resource permits and rate limits are not
  * consulted.
  *
  * @example

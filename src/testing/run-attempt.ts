@@ -4,7 +4,7 @@
  * steps (soft warning, cancellation request, hard timeout) fire on the instance's clock, and the outcome
  * goes through the runtime's own `finishAttempt()`: retry or DEAD, backoff, error records and events are
  * decided by the same code as in production. What is left out is what only matters between many jobs on a
- * node: circuit breakers and resource permits are not consulted.
+ * node: circuit breakers, resource permits and rate limits are not consulted.
  */
 import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "../events.js";
 import { runValidator } from "../enqueue-input.js";
