@@ -58,7 +58,8 @@ export async function listJobs(db: Queryable, t: Tables, filter?: ListJobsFilter
   // Checked here, before the statement, so every caller (pawl.listJobs, the CLI, JobStore users) gets a
   // ValidationError for a malformed filter instead of a database error or a silently empty page.
   const v = validateListJobsFilter(filter);
-  if (v.status !== undefined) add("status = ANY(?::text[])", v.status);
+  // The status users see (a leased live row is RUNNING, ./lease-sql.ts): the live table stores PENDING.
+  if (v.status !== undefined) add(`${statusSql()} = ANY(?::text[])`, v.status);
   if (v.type !== undefined) add("type = ?", v.type);
   if (v.queue !== undefined) add("queue = ?", v.queue);
   if (v.beforeId !== undefined) add("id < ?::bigint", v.beforeId);
