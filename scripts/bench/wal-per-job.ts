@@ -9,7 +9,9 @@
  *    WAL records, full-page images and bytes of that statement alone, exact whatever else runs.
  *
  * It runs from the sources (tsx), so it measures the checkout it is run in. `PAWL_BENCH_KEEP_SUCCEEDED=false`
- * runs the node with `keepSucceeded: false`. Database: BENCH_DATABASE_URL, else the local `pawl_bench`.
+ * runs the node with `keepSucceeded: false`. `PAWL_BENCH_FILLFACTOR=N` sets the live table's fillfactor
+ * before the run (the TRUNCATE of each reset starts it on new pages), to compare settings. Database:
+ * BENCH_DATABASE_URL, else the local `pawl_bench`.
  */
 import pg from "pg";
 import { createPawl } from "../../src/index.js";
@@ -36,6 +38,10 @@ async function tables(): Promise<string[]> {
 }
 
 async function reset(n: number): Promise<void> {
+  const fillfactor = process.env.PAWL_BENCH_FILLFACTOR;
+  if (fillfactor) {
+    await admin.query(`ALTER TABLE "${schema}".scheduler_job_queue SET (fillfactor = ${Number(fillfactor)})`);
+  }
   await admin.query(`TRUNCATE ${(await tables()).join(", ")}`);
   await admin.query(
     `INSERT INTO "${schema}".scheduler_job_queue (type, payload, scheduled_time)
@@ -125,7 +131,7 @@ async function statements(): Promise<void> {
     withPayload: true,
   });
   const { rows } = await admin.query<{ id: string }>(
-    `SELECT id FROM "${schema}".scheduler_job_queue WHERE status = 'RUNNING' AND picked_by = 'wal'`,
+    `SELECT id FROM "${schema}".scheduler_job_queue WHERE picked_by = 'wal'`,
   );
   const completions = rows.map((r) => ({ id: r.id, resultJson: null }));
   const complete = completeJobs as (...a: unknown[]) => Promise<unknown>;

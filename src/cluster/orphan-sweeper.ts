@@ -58,6 +58,8 @@ export interface OrphanSweeperDeps {
 /** Recovers the jobs of dead nodes. */
 export class OrphanSweeper {
   private readonly batch: number;
+  /** When this sweeper last read every running row (clock ms); the first sweep always does. */
+  private lastScanAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: OrphanSweeperDeps) {
     this.batch = deps.batchSize ?? 1000;
@@ -89,15 +91,21 @@ export class OrphanSweeper {
     const { store, thresholdMs, events, logger, nodeId } = this.deps;
     const recovered: RecoveredJob[] = [];
     let incomplete = false;
+    // Finding running rows reads the backlog (no index holds the lease, see store/orphan-sql.ts): a sweep
+    // reads it when a node has gone stale, and once per threshold unconditionally, for the rows no stale
+    // node announces (a node id without a row, a row skipped as locked).
+    const startedAt = this.deps.clock.now();
+    const scanAll = startedAt - this.lastScanAt >= thresholdMs;
     for (;;) {
       if (!lease.valid()) {
         incomplete = true;
         break;
       }
-      const batch = await store.recoverOrphans(thresholdMs, this.batch, now);
+      const batch = await store.recoverOrphans(thresholdMs, this.batch, now, scanAll);
       recovered.push(...batch);
       if (batch.length < this.batch) break;
     }
+    if (scanAll && !incomplete) this.lastScanAt = startedAt;
     let permitsFreed = 0;
     // Node ids without a row hold no permit rows we could find through reapDeadNodes: free them here.
     const unknown = new Set(recovered.map((j) => j.nodeId));

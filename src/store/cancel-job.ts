@@ -10,6 +10,7 @@ import { storableText } from "../input-text.js";
 import { insertFinishedSql } from "./finished-sql.js";
 import { validateJobId } from "./job-id.js";
 import type { Queryable, Tables } from "./sql.js";
+import { statusSql } from "./lease-sql.js";
 
 /** What {@link cancelJob} did. */
 export interface CancelResult {
@@ -55,7 +56,7 @@ export async function cancelJob(
   // Only live rows can be canceled, and every live status can. The row is locked first, so a concurrent
   // outcome either ended it before (then it is in the finished table: already final) or waits for this.
   const res = await db.query<JobRow & { previous_status: JobStatus }>(
-    `WITH prev AS (SELECT id, status FROM ${t.jobs} WHERE id = $1 FOR UPDATE),
+    `WITH prev AS (SELECT id, ${statusSql()} AS status FROM ${t.jobs} WHERE id = $1 FOR UPDATE),
      gone AS (
        DELETE FROM ${t.jobs} j USING prev
        WHERE j.id = prev.id AND prev.status IN ('PENDING', 'RUNNING', 'WAITING', 'PAUSED')

@@ -4,7 +4,7 @@
  * - **seek claim**: per priority level given as arrays (unnest, no recursive level discovery), the first
  *   `limit` unlocked due rows strictly after the level's position, in (scheduled_time, id) order, FOR
  *   UPDATE SKIP LOCKED; merged by effective priority with the age boost exactly like the classic claim,
- *   then the UPDATE to RUNNING. One statement per poll.
+ *   then the UPDATE that leases them (RUNNING). One statement per poll.
  * - **floored claim**: the seek claim whose picks come from a window read in the same statement: PENDING
  *   due rows above an id floor, in id order, on the `(id) WHERE status = 'PENDING'` index (migration
  *   0003), ordered by claim order in SQL. One statement, so a wakeup costs one round trip.
@@ -22,9 +22,11 @@ import {
   boostSql,
   sortClaimOrder,
   toClaimedJob,
+  type ClaimBaseArgs,
   type ClaimedJob,
   type ClaimRow,
 } from "./claim-jobs.js";
+import { claimableSql } from "./lease-sql.js";
 import type { ClaimedPosition, Position, SeekTarget, WindowRow } from "./claim-cursor-state.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
@@ -54,8 +56,8 @@ interface SeekMergeParts {
 
 /**
  * The seek claim's text, shared by the seek and the floored pass so their seeks, merge and claim cannot
- * drift apart: per level the seek from its position, the picks locked by id with PENDING rechecked (the
- * lock's recheck drops rows a peer claimed since the statement's snapshot), the merge by effective
+ * drift apart: per level the seek from its position, the picks locked by id with PENDING and unleased
+ * rechecked (the lock's recheck drops rows a peer claimed since the statement's snapshot), the merge by effective
  * priority, the UPDATE, and the meta row.
  */
 function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): string {
@@ -69,7 +71,7 @@ function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): strin
       FROM levels
       CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-        WHERE j.status = 'PENDING' AND j.priority = levels.p
+        WHERE ${claimableSql("j")} AND j.priority = levels.p
           AND (j.scheduled_time, j.id) > (levels.st, levels.id)
           AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
         ORDER BY j.scheduled_time, j.id
@@ -79,7 +81,7 @@ function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): strin
     ),
     picks AS (
       SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-      WHERE j.id = ANY(${x.pickIds}) AND j.status = 'PENDING'
+      WHERE j.id = ANY(${x.pickIds}) AND ${claimableSql("j")}
         AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
       FOR UPDATE SKIP LOCKED
     ),
@@ -121,7 +123,7 @@ export function seekClaimSql(t: Tables, withPayload: boolean): string {
 export function flooredClaimSql(t: Tables, withPayload: boolean): string {
   const prelude = `win AS (
       SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-      WHERE j.status = 'PENDING' AND j.id > $9::bigint
+      WHERE ${claimableSql("j")} AND j.id > $9::bigint
         AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
       ORDER BY j.id
       LIMIT $10
@@ -188,16 +190,8 @@ function statements(t: Tables): Statements {
   return s;
 }
 
-/** The common arguments of the cursor claim statements. */
-export interface CursorClaimArgs {
-  nodeId: string;
-  limit: number;
-  types: readonly string[];
-  boostIntervalMs: number;
-  withPayload: boolean;
-  /** Overrides the database's now() (tests); null uses now(). */
-  now?: Date | null;
-}
+/** The common arguments of the cursor claim statements: the classic claim's, without a queue. */
+export type CursorClaimArgs = ClaimBaseArgs;
 
 /** A claim statement's result: the jobs in claim order, their positions, and what the cursors need. */
 export interface CursorClaimResult {

@@ -15,6 +15,7 @@
  * nothing. One builder ({@link candidatesSql}) serves both, and the claim cursors' full pass.
  */
 import { withClaimRowTypes } from "./claim-row-types.js";
+import { claimableSql, leaseSetSql } from "./lease-sql.js";
 import { named, payloadVariants, type Queryable, type Tables } from "./sql.js";
 
 /**
@@ -39,8 +40,8 @@ export interface ClaimedJob {
   payload?: unknown;
 }
 
-/** Arguments of {@link claimJobs}. */
-export interface ClaimArgs {
+/** What every claim statement takes (the classic claim's and the claim cursors'). */
+export interface ClaimBaseArgs {
   nodeId: string;
   limit: number;
   /** Only these job types are claimed; rows of other types stay PENDING for nodes that know them. */
@@ -51,6 +52,10 @@ export interface ClaimArgs {
   withPayload: boolean;
   /** Overrides the database's now() (tests); null uses now(). */
   now?: Date | null;
+}
+
+/** Arguments of {@link claimJobs}. */
+export interface ClaimArgs extends ClaimBaseArgs {
   /** Only jobs of this queue (a node's per-queue lane); absent or null: every queue. */
   queue?: string | null;
 }
@@ -84,8 +89,8 @@ export function boostSql(now: string, alias: string): string {
 }
 
 /**
- * The claim's CTEs: `levels` (the recursive skip scan over the distinct priorities), `candidates` (per
- * level the first `$1` unlocked due rows in (scheduled_time, id) order, locked) and `picked` (the best `$1`
+ * The claim's CTEs: `levels` (the recursive skip scan over the distinct priorities with PENDING rows,
+ * leased or not: the index's predicate), `candidates` (per level the first `$1` unleased unlocked due rows in (scheduled_time, id) order, locked) and `picked` (the best `$1`
  * of them by effective priority). Parameters: limit, node, types, boost ms, now (as {@link claimSql}), and
  * with `byQueue` the queue as `$6`: every scan is then narrowed to that queue (the per-queue index).
  */
@@ -106,7 +111,7 @@ export function candidatesSql(t: Tables, now: string, byQueue = false): string {
       FROM levels
       CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-        WHERE j.status = 'PENDING'${jInQueue} AND j.priority = levels.p
+        WHERE ${claimableSql("j")}${jInQueue} AND j.priority = levels.p
           AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
         ORDER BY j.scheduled_time, j.id
         LIMIT $1
@@ -120,8 +125,9 @@ export function candidatesSql(t: Tables, now: string, byQueue = false): string {
 }
 
 /**
- * The UPDATE that moves the ids of the CTE `picked` to RUNNING for node `$2` (the claim's last step) and
- * its RETURNING list, plus `extra` returned columns. (It matches ids through ANY(ARRAY(...)) rather than a
+ * The UPDATE that leases the ids of the CTE `picked` to node `$2` (the claim's last step: they are RUNNING
+ * from now on, see ./lease-sql.ts; the row's status stays PENDING, so the update can be HOT) and its
+ * RETURNING list, plus `extra` returned columns. (It matches ids through ANY(ARRAY(...)) rather than a
  * join: a join on the CTE is planned as a hash join over a sequential scan of the whole table.)
  */
 export function claimUpdateSql(t: Tables, now: string, withPayload: boolean, extra = ""): string {
@@ -133,7 +139,7 @@ export function claimUpdateSql(t: Tables, now: string, withPayload: boolean, ext
   // saved is most of an idle claim's round trip (about 0.7 ms of 1.3 ms here) on the wakeup path.
   return `
     UPDATE ${t.jobs} j
-    SET status = 'RUNNING', picked_by = $2, picked_at = now(), attempts = j.attempts + 1, updated_at = now()
+    SET ${leaseSetSql("j", "$2")}
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
       AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
     RETURNING j.id, j.type, j.queue, j.priority, j.priority + ${boostSql(now, "j")} AS effective, j.attempts,
@@ -182,7 +188,7 @@ const statement = payloadVariants("claim", (t, withPayload) => claimSql(t, withP
 const queueStatement = payloadVariants("queue_claim", (t, withPayload) => claimSql(t, withPayload, true));
 
 /**
- * Claims up to `limit` jobs for `nodeId`: they become RUNNING, picked by the node, with the attempt
+ * Claims up to `limit` jobs for `nodeId`: they become RUNNING (leased to the node), with the attempt
  * counted. Returned in claim order. Concurrent claimers get disjoint batches. With `args.queue`, only jobs
  * of that queue.
  */
@@ -212,22 +218,13 @@ export async function loadPayloads(
   return new Map(res.rows.map((r) => [r.id, r.payload]));
 }
 
-interface ClaimOneRow {
-  id: string;
-  type: string;
-  queue: string;
-  priority: number;
-  attempts: number;
-  max_attempts: number;
-  timeout_ms: number | null;
-  scheduled_time: number;
-  payload: unknown;
-}
+/** The row of the by-id claim: a claim row without the boost (a claim by id has none). */
+type ClaimOneRow = Omit<ClaimRow, "effective">;
 
 /**
  * Claims one PENDING job by id, whatever its scheduled time (pawl/testing's inline(): the job a test just
  * enqueued runs at once). The same effect as a claim narrowed to one row, so the outcome statements accept
- * it. Null when the job is not PENDING (finished, canceled, gone, or taken).
+ * it. Null when the job is not PENDING and unleased (finished, canceled, gone, or taken).
  */
 export async function claimJobById(
   db: Queryable,
@@ -239,24 +236,12 @@ export async function claimJobById(
     t,
     "claim_one",
     `UPDATE ${t.jobs} j
-     SET status = 'RUNNING', picked_by = $2, picked_at = now(), attempts = j.attempts + 1, updated_at = now()
-     WHERE j.id = $1 AND j.status = 'PENDING'
+     SET ${leaseSetSql("j", "$2")}
+     WHERE j.id = $1 AND ${claimableSql("j")}
      RETURNING j.id, j.type, j.queue, j.priority, j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time,
                j.payload`,
   );
   const res = await db.query<ClaimOneRow>(withClaimRowTypes(stmt([id, nodeId])));
   const r = res.rows[0];
-  if (!r) return null;
-  return {
-    id: r.id,
-    type: r.type,
-    queue: r.queue,
-    priority: r.priority,
-    boost: 0,
-    attempt: r.attempts,
-    maxAttempts: r.max_attempts,
-    timeoutMs: r.timeout_ms,
-    scheduledAtMs: r.scheduled_time,
-    payload: r.payload,
-  };
+  return r ? toClaimedJob({ ...r, effective: r.priority }, true) : null;
 }

@@ -58,9 +58,16 @@ export interface OrphanStore {
   /**
    * Recovers up to `limit` RUNNING jobs of dead nodes (heartbeat older than `thresholdMs`, or no row and
    * picked longer ago): PENDING with the attempt counted, DEAD on the last one. Call again while it
-   * returns `limit` jobs.
+   * returns `limit` jobs. With `scanAll` false (default true) it reads the jobs only when some node is
+   * stale and not yet marked dead: finding running rows reads the backlog (no index holds the lease), so
+   * the sweeper asks for the unconditional read only once per threshold.
    */
-  recoverOrphans(thresholdMs: number, limit: number, now?: Date | null): Promise<RecoveredJob[]>;
+  recoverOrphans(
+    thresholdMs: number,
+    limit: number,
+    now?: Date | null,
+    scanAll?: boolean,
+  ): Promise<RecoveredJob[]>;
   /** Recovers up to `limit` RUNNING jobs `nodeId` picked before `before` (a previous run's, at startup). */
   recoverNodeRows(nodeId: string, before: Date, limit: number, now?: Date | null): Promise<RecoveredJob[]>;
   /** Frees every resource permit `nodeId` holds; returns how many. */

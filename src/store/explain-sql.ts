@@ -11,6 +11,7 @@ import type { NodeRegistry } from "../logic/explain-facts.js";
 import type { Job } from "./job-row.js";
 import { pauseTable } from "./pause-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
+import { statusSql } from "./lease-sql.js";
 import { rateWindowsSql } from "./rate-limit-sql.js";
 import { queueRateKey, typeRateKey } from "../logic/rate-limit.js";
 
@@ -88,7 +89,7 @@ const statement = (t: Tables) =>
        -- A waiting member's unfinished dependencies are the members whose flow_next names it. Only live
        -- rows can be unfinished, so this reads the live table alone, by the flow's index.
        (SELECT coalesce(json_agg(d), '[]') FROM (
-          SELECT id::text AS id, flow_step, type, status FROM ${t.jobs}
+          SELECT id::text AS id, flow_step, type, ${statusSql()} AS status FROM ${t.jobs}
           WHERE $4::bigint IS NOT NULL AND flow_id = $4::bigint AND $5::bigint = ANY(flow_next)
             AND status NOT IN ('SUCCEEDED', 'DEAD', 'CANCELED')
           ORDER BY id LIMIT 100) d) AS deps,

@@ -11,6 +11,7 @@
  */
 import { errorRecordJson, type ErrorInfo } from "../logic/outcome-json.js";
 import { insertFinishedSql } from "./finished-sql.js";
+import { clearLeaseSql, heldBySql } from "./lease-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 export type { ErrorInfo };
@@ -58,7 +59,7 @@ export type SucceededRetention = "keep" | "delete";
 const endRunning = (t: Tables, values: string, node: string, returning: string): string =>
   `DELETE FROM ${t.jobs} j
        USING ${values}
-       WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = ${node}
+       WHERE j.id = v.id AND ${heldBySql("j", node)}
        RETURNING ${returning}`;
 
 const completeValues = "unnest($1::bigint[], $2::jsonb[]) AS v(id, result)";
@@ -116,10 +117,10 @@ export function retryJobs(
     t,
     "retry",
     `UPDATE ${t.jobs} j
-     SET status = 'PENDING', scheduled_time = now() + v.delay_ms * interval '1 millisecond',
-         errors = ${appendError("j.errors", "v.err")}, picked_by = NULL, picked_at = NULL, updated_at = now()
+     SET scheduled_time = now() + v.delay_ms * interval '1 millisecond',
+         errors = ${appendError("j.errors", "v.err")}, ${clearLeaseSql}, updated_at = now()
      FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS v(id, delay_ms, err)
-     WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = $4
+     WHERE j.id = v.id AND ${heldBySql("j", "$4")}
      RETURNING j.id`,
   );
   return ids(
@@ -177,10 +178,10 @@ export function rescheduleJobs(
     t,
     "reschedule",
     `UPDATE ${t.jobs} j
-     SET status = 'PENDING', scheduled_time = now() + v.delay_ms * interval '1 millisecond',
-         attempts = greatest(0, j.attempts - 1), picked_by = NULL, picked_at = NULL, updated_at = now()
+     SET scheduled_time = now() + v.delay_ms * interval '1 millisecond',
+         attempts = greatest(0, j.attempts - 1), ${clearLeaseSql}, updated_at = now()
      FROM unnest($1::bigint[], $2::bigint[]) AS v(id, delay_ms)
-     WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = $3
+     WHERE j.id = v.id AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
   return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => i.delayMs), nodeId])));

@@ -9,6 +9,7 @@ import type { NewJob } from "../enqueue-input.js";
 import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
 import { insertFinishedSql } from "./finished-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
+import { claimableSql } from "./lease-sql.js";
 
 /** The flow table of a schema. */
 export const flowTable = (t: Tables): string => `${t.s}.scheduler_flow`;
@@ -259,7 +260,8 @@ export async function cancelFlowMembers(
 ): Promise<number> {
   const res = await db.query(
     `WITH gone AS (
-       DELETE FROM ${t.jobs} j WHERE j.flow_id = $1 AND j.status IN ('PENDING', 'WAITING', 'PAUSED')
+       DELETE FROM ${t.jobs} j
+       WHERE j.flow_id = $1 AND (j.status IN ('WAITING', 'PAUSED') OR (${claimableSql("j")}))
        RETURNING j.*
      )
      ${insertFinishedSql(

@@ -5,6 +5,7 @@
 import type { Job, JobErrorRecord, JobStatus } from "../job.js";
 import { jobTableColumns, type JobTableColumn } from "./finished-sql.js";
 import { timestamptzMs } from "./claim-row-types.js";
+import { statusSql } from "./lease-sql.js";
 
 // The job's own types live in src/job.ts, where pure logic can name them too; the store's readers take
 // them from here with the row mapping.
@@ -54,10 +55,14 @@ const bookkeepingColumns: ReadonlySet<JobTableColumn> = new Set([
 /** The columns a {@link JobRow} has: the job tables' ({@link jobTableColumns}), in their order. */
 const rowColumns = jobTableColumns.filter((c) => !bookkeepingColumns.has(c));
 
-/** Every column of a {@link JobRow}, for SELECT and RETURNING lists (qualified by `alias` when given). */
+/**
+ * Every column of a {@link JobRow}, for SELECT and RETURNING lists (qualified by `alias` when given). The
+ * status is the one users see: RUNNING for a leased row of the live table (./lease-sql.ts), so a read of
+ * either table or of the view shows the same status.
+ */
 export function jobColumns(alias?: string): string {
   const p = alias ? `${alias}.` : "";
-  return rowColumns.map((c) => p + c).join(", ");
+  return rowColumns.map((c) => (c === "status" ? `${statusSql(alias)} AS status` : p + c)).join(", ");
 }
 
 /**

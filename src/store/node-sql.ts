@@ -5,6 +5,7 @@
  */
 import type { NodeRegistry } from "../logic/explain-facts.js";
 import { named, type Queryable, type Tables } from "./sql.js";
+import { heldBySql } from "./lease-sql.js";
 
 /** What a node tells the cluster about itself (stored as `node_info`). */
 export interface NodeInfo {
@@ -213,7 +214,7 @@ export async function deleteExpiredNodes(
       "node_expire",
       `DELETE FROM ${t.nodes} n
        WHERE n.heartbeat_ts < coalesce($2::timestamptz, now()) - $1::bigint * interval '1 millisecond'
-         AND NOT EXISTS (SELECT 1 FROM ${t.jobs} j WHERE j.status = 'RUNNING' AND j.picked_by = n.node_id)
+         AND NOT EXISTS (SELECT 1 FROM ${t.jobs} j WHERE ${heldBySql("j", "n.node_id")})
        RETURNING n.node_id`,
     )([retentionMs, now]),
   );

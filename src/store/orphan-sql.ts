@@ -1,9 +1,14 @@
 /**
- * Orphan recovery on scheduler_job_queue: RUNNING rows whose node stopped beating go back to PENDING,
- * the attempt counted as failed with a `NodeLostError` (or DEAD, moved to the finished table, when it was
- * the last attempt), so a job that keeps killing nodes ends in the dead letter queue instead of looping. A recovered job keeps its
- * scheduled time: it was due when it was claimed, so it is due at once and keeps its place in line (ahead
- * of a backlog enqueued after it) instead of waiting behind everything enqueued since.
+ * Orphan recovery on scheduler_job_queue: RUNNING (leased) rows whose node stopped beating go back to
+ * PENDING with their lease cleared, the attempt counted as failed with a `NodeLostError` (or DEAD, moved
+ * to the finished table, when it was the last attempt), so a job that keeps killing nodes ends in the dead
+ * letter queue instead of looping. A recovered job keeps its scheduled time: it was due when it was
+ * claimed, so it is due at once and keeps its place in line (ahead of a backlog enqueued after it) instead
+ * of waiting behind everything enqueued since.
+ *
+ * No index finds leased rows (one on `picked_by` would make every claim a non-HOT update, migration
+ * 0008): the lookup reads the live table's PENDING rows. The live table holds only the backlog, and the
+ * sweep runs under a lease on one node of the cluster every few seconds, while a claim runs all the time.
  *
  * Only rows of dead nodes are touched: a row qualifies when its node's heartbeat is older than the
  * threshold, or when its node has no row at all and the row was picked longer than a threshold ago. The
@@ -13,6 +18,7 @@
  * written right now is left to the next sweep, by which time it is usually no longer RUNNING.
  */
 import { insertFinishedSql } from "./finished-sql.js";
+import { clearLease, clearLeaseSql, leasedSql } from "./lease-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 import type { JobEventInfo } from "../events.js";
 
@@ -61,8 +67,7 @@ function recoverSql(t: Tables, orphans: string, now: string): string {
     ${orphans},
     back AS (
       UPDATE ${t.jobs} j
-      SET status = 'PENDING', finished_at = NULL, errors = ${errors("j", "o.picked_by")},
-          picked_by = NULL, picked_at = NULL, updated_at = now()
+      SET finished_at = NULL, errors = ${errors("j", "o.picked_by")}, ${clearLeaseSql}, updated_at = now()
       FROM orphans o
       WHERE j.id = o.id AND NOT (${last})
       RETURNING ${columns}, j.status, o.picked_by AS node_id
@@ -80,8 +85,7 @@ function recoverSql(t: Tables, orphans: string, now: string): string {
           status: "'DEAD'",
           finished_at: now,
           errors: errors("g", "g.node_id"),
-          picked_by: "NULL",
-          picked_at: "NULL",
+          ...clearLease,
           updated_at: "now()",
         },
         "FROM gone g",
@@ -106,6 +110,13 @@ const toRecovered = (r: RecoveredRow): RecoveredJob => ({
 /**
  * Recovers up to `limit` RUNNING rows held by dead nodes (heartbeat older than `thresholdMs`, or no node
  * row and picked more than `thresholdMs` ago). Call again while it returns `limit` rows.
+ *
+ * With `scanAll` false the job rows are read only when some node is stale and not yet marked dead by the
+ * reaper (`node_info.deadAt`, ./node-sql.ts): a read of the small node table decides first, so a sweep
+ * with nothing to do costs no read of the backlog (at 200,000 PENDING rows the recovery statement takes
+ * 40-60 ms here, against 0.6 ms with the running index of before 0008). Rows the gate cannot see coming
+ * (a node id without a row, a row a previous sweep skipped as locked) wait for the next sweep with
+ * `scanAll`.
  */
 export async function recoverOrphans(
   db: Queryable,
@@ -113,7 +124,20 @@ export async function recoverOrphans(
   thresholdMs: number,
   limit: number,
   now: Date | null = null,
+  scanAll = true,
 ): Promise<RecoveredJob[]> {
+  if (!scanAll) {
+    const gate = await db.query<{ any: boolean }>(
+      named(
+        t,
+        "orphan_gate",
+        `SELECT EXISTS (SELECT 1 FROM ${t.nodes} WHERE NOT node_info ? 'deadAt'
+                          AND heartbeat_ts < coalesce($2::timestamptz, now()) - $1::bigint * interval '1 millisecond')
+                AS any`,
+      )([thresholdMs, now]),
+    );
+    if (!gate.rows[0]?.any) return [];
+  }
   const n = "coalesce($3::timestamptz, now())";
   const cutoff = `${n} - $1::bigint * interval '1 millisecond'`;
   const orphans = `
@@ -122,7 +146,7 @@ export async function recoverOrphans(
     ),
     orphans AS (
       SELECT j.id, j.picked_by FROM ${t.jobs} j
-      WHERE j.status = 'RUNNING'
+      WHERE ${leasedSql("j")}
         AND (j.picked_by IN (SELECT node_id FROM stale)
              OR (j.picked_at < ${cutoff}
                  AND NOT EXISTS (SELECT 1 FROM ${t.nodes} x WHERE x.node_id = j.picked_by)))
@@ -152,7 +176,7 @@ export async function recoverNodeRows(
   const orphans = `
     WITH orphans AS (
       SELECT j.id, j.picked_by FROM ${t.jobs} j
-      WHERE j.status = 'RUNNING' AND j.picked_by = $1 AND j.picked_at < $2::timestamptz
+      WHERE ${leasedSql("j")} AND j.picked_by = $1 AND j.picked_at < $2::timestamptz
       ORDER BY j.id
       LIMIT $3
       FOR UPDATE OF j SKIP LOCKED

@@ -14,6 +14,7 @@
  */
 import type { JobStatus } from "./job-row.js";
 import type { Queryable, Tables } from "./sql.js";
+import { claimableSql, leasedSql } from "./lease-sql.js";
 
 /** Bounds of {@link readOverview}. */
 export interface OverviewBounds {
@@ -65,9 +66,11 @@ export async function readOverview(db: Queryable, t: Tables, bounds: OverviewBou
     at: Date;
   }>(
     `WITH live AS (
-       (SELECT status, queue, type FROM ${t.jobs} WHERE status = 'PENDING' LIMIT $1)
+       -- A running job is a leased PENDING row (./lease-sql.ts). No index finds leased rows, so RUNNING
+       -- reads the PENDING rows until it has $1 (a backlog costs this read a scan of its PENDING rows).
+       (SELECT 'PENDING' AS status, queue, type FROM ${t.jobs} WHERE ${claimableSql()} LIMIT $1)
        UNION ALL
-       (SELECT status, queue, type FROM ${t.jobs} WHERE status = 'RUNNING' LIMIT $1)
+       (SELECT 'RUNNING', queue, type FROM ${t.jobs} WHERE ${leasedSql()} LIMIT $1)
        UNION ALL
        (SELECT status, queue, type FROM ${t.jobs} WHERE status = 'PAUSED' LIMIT $1)
        UNION ALL
@@ -139,7 +142,7 @@ function oldestPendingSql(t: Tables): string {
      SELECT f.id::text AS id, f.scheduled_time
      FROM levels CROSS JOIN LATERAL (
        SELECT j.id, j.scheduled_time FROM ${t.jobs} j
-       WHERE j.status = 'PENDING' AND j.priority = levels.p AND j.scheduled_time <= now()
+       WHERE ${claimableSql("j")} AND j.priority = levels.p AND j.scheduled_time <= now()
        ORDER BY j.scheduled_time, j.id LIMIT 1
      ) f
      WHERE levels.p IS NOT NULL

@@ -27,6 +27,7 @@ import {
   type ReturnedRow,
 } from "./return-to-pending.js";
 import type { Queryable, Tables } from "./sql.js";
+import { claimableSql } from "./lease-sql.js";
 
 /** The pause table of a schema. */
 export const pauseTable = (t: Tables): string => `${t.s}.scheduler_pause`;
@@ -123,7 +124,7 @@ export async function pauseRule(
   const column = kind === "queue" ? "queue" : "type";
   const moved = await db.query(
     `UPDATE ${t.jobs} SET status = 'PAUSED', paused_by = $2, updated_at = now()
-     WHERE status = 'PENDING' AND ${column} = $1`,
+     WHERE ${claimableSql()} AND ${column} = $1`,
     [name, kind],
   );
   return { changed: (ins.rowCount ?? 0) > 0, jobs: moved.rowCount ?? 0, types: [], duplicates: [] };
@@ -195,7 +196,7 @@ export async function pauseOneJob(db: Queryable, t: Tables, id: string): Promise
     id,
     `WITH moved AS (
        UPDATE ${t.jobs} j SET status = 'PAUSED', paused_by = 'job', updated_at = now()
-       WHERE j.id = $1 AND j.status = 'PENDING'
+       WHERE j.id = $1 AND ${claimableSql("j")}
        RETURNING ${jobColumns("j")}, NULL::text AS live_job_id)`,
   );
 }

@@ -6,6 +6,7 @@
 import type pg from "pg";
 import { inHeldTransaction } from "./held-client.js";
 import type { Queryable, Tables } from "./sql.js";
+import { leasedSql } from "./lease-sql.js";
 
 /**
  * Takes a permit of `resource` for `jobId` if fewer than `capacity` are held. Idempotent per job.
@@ -26,7 +27,7 @@ export async function acquirePermit(
     // lives, and enough of them saturate the resource for good; under the lock it is safe to free them.
     await db.query(
       `DELETE FROM ${t.permits} p WHERE p.resource = $1
-       AND NOT EXISTS (SELECT 1 FROM ${t.jobs} j WHERE j.id = p.job_id AND j.status = 'RUNNING')`,
+       AND NOT EXISTS (SELECT 1 FROM ${t.jobs} j WHERE j.id = p.job_id AND ${leasedSql("j")})`,
       [resource],
     );
     // The job's own permit is not counted, so a job that holds one at capacity keeps it (idempotent).

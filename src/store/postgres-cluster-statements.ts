@@ -130,8 +130,13 @@ export abstract class PostgresClusterStatements
 
   // Orphan recovery.
 
-  recoverOrphans(thresholdMs: number, limit: number, now: Date | null = null): Promise<RecoveredJob[]> {
-    return recoverOrphans(this.db, this.tables, thresholdMs, limit, now);
+  recoverOrphans(
+    thresholdMs: number,
+    limit: number,
+    now: Date | null = null,
+    scanAll = true,
+  ): Promise<RecoveredJob[]> {
+    return recoverOrphans(this.db, this.tables, thresholdMs, limit, now, scanAll);
   }
 
   recoverNodeRows(

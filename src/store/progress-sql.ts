@@ -4,6 +4,7 @@
  * that was canceled, recovered by another node, or has ended. The value rides along when the job moves to
  * the finished table, because the move copies every column (./finished-sql.ts).
  */
+import { heldBySql } from "./lease-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 /** The newest progress of one running job, as JSON text (validated by `progressJson`). */
@@ -33,7 +34,7 @@ export async function writeProgress(
     "progress",
     `UPDATE ${t.jobs} j SET progress = v.progress
      FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, progress)
-     WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = $3
+     WHERE j.id = v.id AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
   const res = await db.query<{ id: string }>(

@@ -6,6 +6,7 @@
 import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from "./job-row.js";
 import { validateListJobsFilter } from "../filter-input.js";
 import type { Queryable, Tables } from "./sql.js";
+import { statusSql } from "./lease-sql.js";
 
 /** Filters of {@link listJobs} (`K`: the job type names allowed, a task map's when it has one). */
 export interface ListJobsFilter<K extends string = string> {
@@ -58,7 +59,8 @@ export async function listJobs(db: Queryable, t: Tables, filter?: ListJobsFilter
   // Checked here, before the statement, so every caller (pawl.listJobs, the CLI, JobStore users) gets a
   // ValidationError for a malformed filter instead of a database error or a silently empty page.
   const v = validateListJobsFilter(filter);
-  if (v.status !== undefined) add("status = ANY(?::text[])", v.status);
+  // The status users see (a leased live row is RUNNING, ./lease-sql.ts): the live table stores PENDING.
+  if (v.status !== undefined) add(`${statusSql()} = ANY(?::text[])`, v.status);
   if (v.type !== undefined) add("type = ?", v.type);
   if (v.queue !== undefined) add("queue = ?", v.queue);
   if (v.beforeId !== undefined) add("id < ?::bigint", v.beforeId);
@@ -100,7 +102,7 @@ export interface JobCount {
 export async function countJobs(db: Queryable, t: Tables, maxTypes = 200): Promise<JobCount[]> {
   const res = await db.query<{ status: JobStatus; type: string; count: string }>(
     `SELECT status, type, count(*) AS count
-     FROM (SELECT status, type FROM ${t.jobs} WHERE status IN ('PENDING', 'RUNNING')
+     FROM (SELECT ${statusSql()} AS status, type FROM ${t.jobs} WHERE status = 'PENDING'
            UNION ALL
            SELECT status, type FROM ${t.finished} WHERE status = 'DEAD') c
      GROUP BY status, type ORDER BY count(*) DESC LIMIT $1`,

@@ -32,6 +32,7 @@ import { PawlError } from "../errors.js";
 import { flowTable } from "./flow-sql.js";
 import { assignments, insertFinishedSql, insertMovedSql, type ColumnValues } from "./finished-sql.js";
 import type { Queryable, Tables } from "./sql.js";
+import { clearLease } from "./lease-sql.js";
 
 /** The unique index a returning row can collide with (migration 0001). */
 const uniqueLiveIndex = "scheduler_job_queue_unique_live_idx";
@@ -86,8 +87,10 @@ export interface ReturnSpec {
  * FROM duplicates`.
  */
 export function returnCtes(t: Tables, spec: ReturnSpec): string {
+  // A returning job holds no lease (./lease-sql.ts): PENDING with picked_by set would read as RUNNING.
   const back: ColumnValues = {
     ...spec.set,
+    ...clearLease,
     status: "CASE WHEN d.pause IS NULL THEN 'PENDING' ELSE 'PAUSED' END",
     paused_by: "d.pause",
   };

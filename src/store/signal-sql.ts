@@ -20,6 +20,7 @@ import {
   type ReturnedRow,
 } from "./return-to-pending.js";
 import type { ColumnValues } from "./finished-sql.js";
+import { clearLeaseSql, heldBySql } from "./lease-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 /** A job to park: its id and how long it may wait (null: until a signal comes). */
@@ -42,9 +43,9 @@ export async function parkJobs(
     `UPDATE ${t.jobs} j
      SET status = 'WAITING', signal_state = 'waiting', signal_payload = NULL, signaled_at = NULL,
          signal_deadline = now() + v.timeout_ms * interval '1 millisecond',
-         attempts = greatest(0, j.attempts - 1), picked_by = NULL, picked_at = NULL, updated_at = now()
+         attempts = greatest(0, j.attempts - 1), ${clearLeaseSql}, updated_at = now()
      FROM unnest($1::bigint[], $2::bigint[]) AS v(id, timeout_ms)
-     WHERE j.id = v.id AND j.status = 'RUNNING' AND j.picked_by = $3
+     WHERE j.id = v.id AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
   const res = await db.query<{ id: string }>(

@@ -89,7 +89,10 @@ export async function insertNode(
   );
 }
 
-/** Inserts `n` RUNNING jobs held by `nodeId`, picked `pickedAgoMs` ago, on attempt `attempts` of `maxAttempts`. */
+/**
+ * Inserts `n` RUNNING jobs held by `nodeId` (leased: PENDING with picked_by set, migration 0008), picked
+ * `pickedAgoMs` ago, on attempt `attempts` of `maxAttempts`.
+ */
 export async function insertRunning(
   pool: pg.Pool,
   schema: string,
@@ -99,7 +102,7 @@ export async function insertRunning(
 ): Promise<string[]> {
   const res = await pool.query<{ id: string }>(
     `INSERT INTO "${schema}".scheduler_job_queue (type, status, attempts, max_attempts, picked_by, picked_at)
-     SELECT $1, 'RUNNING', $2, $3, $4, now() - $5::bigint * interval '1 millisecond' FROM generate_series(1, $6)
+     SELECT $1, 'PENDING', $2, $3, $4, now() - $5::bigint * interval '1 millisecond' FROM generate_series(1, $6)
      RETURNING id`,
     [opts.type ?? "work", opts.attempts ?? 1, opts.maxAttempts ?? 25, nodeId, opts.pickedAgoMs ?? 0, n],
   );

@@ -114,7 +114,7 @@ describe("claim order", () => {
       [fresh!.id, 0],
     ]);
     await db.pool.query(
-      `UPDATE "${pawl.config.schema}".scheduler_job_queue SET status = 'PENDING', attempts = 0`,
+      `UPDATE "${pawl.config.schema}".scheduler_job_queue SET picked_by = NULL, attempts = 0`,
     );
     expect((await claim(0)).map((j) => j.id)).toEqual([urgent!.id, fresh!.id, old!.id]);
   });

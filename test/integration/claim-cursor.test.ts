@@ -221,7 +221,7 @@ describe("claim cursors", () => {
     expect(ids(first.jobs)).toEqual(rows.slice(0, 4).map((r) => r.id));
     // A rolled-back claim (or a peer's lost claim): the second row is PENDING again, below the cursor,
     // at or below the id floor and older than the time floor.
-    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING' WHERE id = $1`, [
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET picked_by = NULL WHERE id = $1`, [
       rows[1]?.id,
     ]);
     const seen: string[] = [];
@@ -236,7 +236,7 @@ describe("claim cursors", () => {
     const healed = await c.poll(10, ["a"]);
     expect([healed.kind, ids(healed.jobs)]).toEqual(["full", [rows[1]?.id]]);
     // A caller that knows it made such rows PENDING (a pause resumed) can ask for the full pass at once.
-    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING' WHERE id = $1`, [
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET picked_by = NULL WHERE id = $1`, [
       rows[2]?.id,
     ]);
     c.requestFullPass();
@@ -273,7 +273,7 @@ describe("claim cursors", () => {
     expect([interval(), nextFull()]).toEqual([40_000, 60_000]);
     // A peer holds a row (RUNNING) at the next full pass, which moves the id floor past it.
     const [stale] = await raw.enqueue([job(10, T0 - 3_600_000)]);
-    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'RUNNING' WHERE id = $1`, [
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET picked_by = 'peer' WHERE id = $1`, [
       stale?.id,
     ]);
     clock.advance(40_000);
@@ -282,7 +282,7 @@ describe("claim cursors", () => {
     // The row comes back to PENDING under its old id and scheduled time, without a wakeup (another
     // process's orphan recovery): below both floors, so the floored passes cannot see it, and the idle
     // node's backed-off full pass finds it up to 40 s later, not within the base 10 s.
-    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING' WHERE id = $1`, [
+    await pool.query(`UPDATE "${schema}".scheduler_job_queue SET picked_by = NULL WHERE id = $1`, [
       stale?.id,
     ]);
     for (let i = 0; i < 13; i++) {

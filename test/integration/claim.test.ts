@@ -120,7 +120,7 @@ describe("claim", () => {
         now,
       });
       await pool.query(
-        `UPDATE "${schema}".scheduler_job_queue SET status = 'PENDING', attempts = 0 WHERE status = 'RUNNING'`,
+        `UPDATE "${schema}".scheduler_job_queue SET picked_by = NULL, picked_at = NULL, attempts = 0 WHERE picked_by IS NOT NULL`,
       );
       return c;
     };

@@ -10,6 +10,7 @@ import { testNode } from "../helpers/node.js";
 import type { Pawl } from "../../src/index.js";
 import { completeJobs } from "../../src/store/finish-jobs.js";
 import { tablesFor } from "../../src/store/sql.js";
+import { ManualClock } from "../../src/clock.js";
 import { clusterNode, insertNode, insertPermit, insertRunning, jobStates } from "../cluster/helpers.js";
 
 let schema: string;
@@ -83,7 +84,7 @@ describe("orphan recovery", () => {
     await services.sweeper.runOnce();
     // The second attempt is claimed by another node that dies too.
     await pool.query(
-      `UPDATE "${schema}".scheduler_job_queue SET status = 'RUNNING', attempts = attempts + 1, picked_by = 'crashy-2', picked_at = now() WHERE id = $1`,
+      `UPDATE "${schema}".scheduler_job_queue SET attempts = attempts + 1, picked_by = 'crashy-2', picked_at = now() WHERE id = $1`,
       [id],
     );
     await insertNode(pool, schema, "crashy-2", 10_000);
@@ -124,6 +125,30 @@ describe("orphan recovery", () => {
     expect(r.recovered.map((j) => j.id)).toEqual([old]);
     expect(r.permitsFreed).toBe(1);
     expect((await jobStates(pool, schema, [fresh!]))[0]?.status).toBe("RUNNING");
+  });
+
+  it("reads the running rows when a node went stale, and otherwise once per threshold (no index holds the lease)", async () => {
+    const clock = new ManualClock(1_000_000);
+    const n = clusterNode(schema, "gated", { deadNodeThresholdMs: 3000, nodeRetentionMs: 60_000 }, { clock });
+    ends.push(n.end);
+    const sweeper = n.services.sweeper;
+    expect((await sweeper.runOnce()).recovered).toEqual([]); // the first sweep reads everything
+    // A node id without a row announces nothing: its rows wait for the next sweep that reads everything.
+    const [unannounced] = await insertRunning(pool, schema, "gone-without-row", 1, { pickedAgoMs: 10_000 });
+    clock.advance(2000);
+    expect((await sweeper.runOnce()).recovered).toEqual([]);
+    // A node that went stale (and is not yet marked dead) is read for at once.
+    await insertNode(pool, schema, "stale-1", 10_000);
+    const [fromStale] = await insertRunning(pool, schema, "stale-1", 1);
+    clock.advance(500);
+    const r = await sweeper.runOnce();
+    expect(r.recovered.map((j) => j.id).sort()).toEqual([fromStale, unannounced].sort());
+    // Marked dead now: the next sweeps within the threshold read nothing, the one after it everything.
+    const [late] = await insertRunning(pool, schema, "gone-without-row", 1, { pickedAgoMs: 10_000 });
+    clock.advance(200); // 2,700 ms since the last sweep that read everything
+    expect((await sweeper.runOnce()).recovered).toEqual([]);
+    clock.advance(300);
+    expect((await sweeper.runOnce()).recovered.map((j) => j.id)).toEqual([late]);
   });
 
   it("recovers in batches and deletes dead node rows after the retention", async () => {

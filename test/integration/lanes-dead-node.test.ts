@@ -65,7 +65,7 @@ describe.each(configs)("a node declared dead, %s", (_name, config) => {
       const buffered = n.nodeRuntime?.buffered ?? 0;
       expect(buffered).toBeGreaterThan(0);
       const running = (
-        await pool.query<{ id: string }>(`SELECT id FROM ${t.jobs} WHERE status = 'RUNNING' ORDER BY id`)
+        await pool.query<{ id: string }>(`SELECT id FROM ${t.all} WHERE status = 'RUNNING' ORDER BY id`)
       ).rows.map((r) => r.id);
       const waiting = running.filter((id) => !runs.has(id));
       expect(waiting).toHaveLength(buffered);

@@ -1,6 +1,6 @@
 /**
  * pawl's own pool: every connection it opens plans pawl's prepared statements generically (re-planning
- * each claim cost more than running it), and a pool the user brings is left as it is.
+ * each claim cost more than running it) and without JIT, and a pool the user brings is left as it is.
  */
 import { describe, expect, it } from "vitest";
 import pg from "pg";
@@ -23,10 +23,12 @@ async function planCacheModes(pool: pg.Pool, n: number): Promise<string[]> {
 }
 
 describe("pawl's connection pool", () => {
-  it("sets generic plans on every connection it opens", async () => {
+  it("sets generic plans and no JIT on every connection it opens", async () => {
     const pool = createPool(databaseUrl, 3, silentLogger);
     try {
       expect(await planCacheModes(pool, 3)).toEqual(Array(3).fill("force_generic_plan"));
+      const jit = await Promise.all([0, 1, 2].map(() => pool.query<{ jit: string }>("SHOW jit")));
+      expect(jit.map((r) => r.rows[0]!.jit)).toEqual(["off", "off", "off"]);
     } finally {
       await pool.end();
     }
