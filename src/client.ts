@@ -435,7 +435,13 @@ export class PawlClient<Tasks extends object = PawlTasks> {
   /** @internal What the composition operations (src/composition) need; checks the instance is open. */
   protected get composition(): CompositionDeps {
     this.assertOpen();
-    return { store: this.store, config: this.config, hooks: this.hooks, events: this.hooks?.events };
+    return {
+      store: this.store,
+      config: this.config,
+      hooks: this.hooks,
+      events: this.hooks?.events,
+      tracing: this.tracing,
+    };
   }
 
   /** Closes the pool (if pawl created it). Idempotent. */
