@@ -41,9 +41,7 @@ export function attemptTracer(tracing: PawlTracing, nodeId: string): AttemptTrac
       [a.MESSAGING_MESSAGE_ID]: job.id,
       [a.MESSAGING_CLIENT_ID]: nodeId,
       [a.JOB_TYPE]: job.type,
-      [a.JOB_PRIORITY]: job.priority,
       [a.JOB_ATTEMPT]: job.attempt,
-      [a.JOB_MAX_ATTEMPTS]: job.maxAttempts,
     };
     const span = tracer.startSpan(
       `process ${job.type}`,

@@ -23,8 +23,6 @@ export const JOB_TYPE = "pawl.job.type";
 export const JOB_PRIORITY = "pawl.job.priority";
 /** `pawl.job.attempt`: this attempt's number, from 1. */
 export const JOB_ATTEMPT = "pawl.job.attempt";
-/** `pawl.job.max_attempts`. */
-export const JOB_MAX_ATTEMPTS = "pawl.job.max_attempts";
 /** `pawl.job.outcome`: what the attempt decided (succeeded, retried, dead, snoozed, ...). */
 export const JOB_OUTCOME = "pawl.job.outcome";
 /** `pawl.job.timed_out`: the attempt reached its timeout. */

@@ -42,19 +42,19 @@ export function injectCarrier(api: OtelApi, ctx: Context, span: Span): string | 
 export function extractCarrier(api: OtelApi, carrier: unknown): Context | null {
   if (typeof carrier !== "object" || carrier === null || Array.isArray(carrier)) return null;
   const c = carrier as Record<string, unknown>;
-  const text: Record<string, string> = {};
-  for (const key of Object.keys(c)) {
-    const v = c[key];
-    if (typeof v === "string") text[key] = v;
-  }
+  const traceparent = c.traceparent;
+  if (typeof traceparent !== "string") return null;
   let ctx: Context = api.ROOT_CONTEXT;
   try {
-    ctx = api.propagation.extract(api.ROOT_CONTEXT, text);
+    // The propagator's default getter reads the carrier's keys as they are; a key that is not a string
+    // (a hand-written row) makes a propagator throw or ignore it, never costs the attempt.
+    ctx = api.propagation.extract(api.ROOT_CONTEXT, c);
   } catch {
     // a propagator that throws: the fallback below
   }
   if (api.trace.getSpanContext(ctx) !== undefined) return ctx;
-  const sc = parseTraceparent(api, text.traceparent, text.tracestate);
+  const tracestate = typeof c.tracestate === "string" ? c.tracestate : undefined;
+  const sc = parseTraceparent(api, traceparent, tracestate);
   return sc ? api.trace.setSpanContext(api.ROOT_CONTEXT, sc) : null;
 }
 
