@@ -20,8 +20,9 @@
  *             on stdout and the JSON in FILE)
  * pawl:       --keep-succeeded false      pawl deletes succeeded rows (createPawl's keepSucceeded: false);
  *                                         same as PAWL_BENCH_KEEP_SUCCEEDED=false
- *             --tracing on|off            pawl with OpenTelemetry tracing (the SDK, a no-op exporter; jobs
- *                                         carry a producer's trace context); same as PAWL_BENCH_TRACING=on
+ *             --tracing on|unsampled|off  pawl with OpenTelemetry tracing (the SDK, a no-op exporter; jobs
+ *                                         carry a producer's trace context; unsampled: AlwaysOffSampler);
+ *                                         same as PAWL_BENCH_TRACING=on
  * Database:   --database-url URL, else BENCH_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/pawl_bench
  *             (created when missing; a dedicated database lets the bench count PostgreSQL's CPU).
  */
@@ -123,8 +124,8 @@ if (flags["keep-succeeded"] !== undefined) {
 }
 
 if (flags.tracing !== undefined) {
-  if (flags.tracing !== "on" && flags.tracing !== "off") {
-    console.error(`--tracing must be on or off, got ${flags.tracing}`);
+  if (flags.tracing !== "on" && flags.tracing !== "off" && flags.tracing !== "unsampled") {
+    console.error(`--tracing must be on, unsampled or off, got ${flags.tracing}`);
     process.exit(2);
   }
   process.env.PAWL_BENCH_TRACING = flags.tracing;

@@ -223,6 +223,60 @@ describe("tracing", () => {
     }
   });
 
+  it("traces a chain's members and a batch's children from their producer spans", async () => {
+    const pawl = node();
+    pawl.register("traced.step", async () => {});
+    pawl.register("traced.child", async () => {});
+    const chain = await pawl.chain([
+      { type: "traced.step", payload: { n: 1 }, name: "one" },
+      { type: "traced.step", payload: { n: 2 }, name: "two" },
+    ]);
+    const batch = await pawl.batch({ type: "traced.child", items: [{ n: 1 }, { n: 2 }, { n: 3 }] });
+    await pawl.start();
+    const spans = await otel.waitForSpans(
+      (s) => byName(s, "process traced.step").length === 2 && byName(s, "process traced.child").length === 3,
+    );
+    const stepSends = byName(spans, "send traced.step");
+    expect(stepSends.map((s) => s.attributes["messaging.message.id"]).sort()).toEqual(
+      [...chain.jobIds].sort(),
+    );
+    for (const attempt of byName(spans, "process traced.step")) {
+      const send = stepSends.find(
+        (s) => s.attributes["messaging.message.id"] === attempt.attributes["messaging.message.id"],
+      );
+      expect(parentOf(attempt)).toBe(send && idOf(send));
+      expect(send?.attributes["pawl.flow.id"]).toBe(chain.flowId);
+    }
+    const [batchSend, ...more] = byName(spans, "send traced.child");
+    expect(more).toEqual([]);
+    expect(batchSend?.attributes).toMatchObject({
+      "messaging.batch.message_count": 3,
+      "pawl.flow.id": batch.flowId,
+    });
+    for (const attempt of byName(spans, "process traced.child")) {
+      expect(parentOf(attempt)).toBe(batchSend && idOf(batchSend));
+    }
+  });
+
+  it("gives a recurring schedule's fire a root producer span named for the schedule", async () => {
+    const pawl = node();
+    pawl.register("traced.tick", async () => {});
+    await pawl.start();
+    const s = await pawl.schedule("traced-daily", "30 2 * * *", {}, { type: "traced.tick" });
+    const result = await pawl.clusterServices!.recurring.fireBatch(new Date(s.nextFireAt.getTime() + 50));
+    expect(result.fired).toHaveLength(1);
+    const [send] = byName(
+      await otel.waitForSpans((x) => byName(x, "send traced.tick").length === 1),
+      "send traced.tick",
+    );
+    expect(send?.parentSpanContext).toBeUndefined();
+    expect(send?.attributes).toMatchObject({
+      "pawl.recurring.name": "traced-daily",
+      "messaging.message.id": result.fired[0]!.jobId,
+    });
+    await pawl.unschedule("traced-daily");
+  });
+
   it("kills a payload the validator refuses with a span that says why", async () => {
     const pawl = node();
     pawl.register("traced.invalid", async () => {}, { validate: () => "amount is missing" });

@@ -8,10 +8,20 @@
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { ExportResultCode, W3CTraceContextPropagator } from "@opentelemetry/core";
-import { BatchSpanProcessor, TracerProvider, type SpanExporter } from "@opentelemetry/sdk-trace";
+import {
+  AlwaysOffSampler,
+  BatchSpanProcessor,
+  TracerProvider,
+  type SpanExporter,
+} from "@opentelemetry/sdk-trace";
 
-/** Whether this bench run traces. */
-export const benchTracing = process.env.PAWL_BENCH_TRACING === "on";
+/**
+ * Whether this bench run traces: `on` records every span; `unsampled` registers the same SDK with an
+ * AlwaysOffSampler, so each attempt still extracts, starts a (non-recording) span and runs in its
+ * context: pawl's own plumbing, without the SDK's recording and export.
+ */
+const mode = process.env.PAWL_BENCH_TRACING;
+export const benchTracing = mode === "on" || mode === "unsampled";
 
 let provider: TracerProvider | null = null;
 let exported = 0;
@@ -26,7 +36,10 @@ export function registerBenchTracing(): void {
     },
     shutdown: async () => {},
   };
-  provider = new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter: dropAll })] });
+  provider = new TracerProvider({
+    spanProcessors: [new BatchSpanProcessor({ exporter: dropAll })],
+    ...(mode === "unsampled" ? { sampler: new AlwaysOffSampler() } : {}),
+  });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
