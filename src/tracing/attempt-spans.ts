@@ -8,7 +8,7 @@
  * `JobContext.current()` does), so the handler's own spans nest under it. It ends when the attempt's
  * outcome is decided, with `pawl.job.outcome`, the error recorded on failures, and an event for a snooze.
  */
-import type { Attributes, Context, Link, Span } from "@opentelemetry/api";
+import type { Context, Link, Span } from "@opentelemetry/api";
 import type { TaskOutcome } from "../machines/job-task-machine.js";
 import type { AttemptTracer } from "../runtime/attempt-tracer.js";
 import type { AttemptEnd } from "../runtime/finish-attempt.js";
@@ -33,21 +33,30 @@ export function attemptTracer(tracing: PawlTracing, nodeId: string): AttemptTrac
     const links: Link[] = producerSpan ? [{ context: producerSpan }] : [];
     const parent: Context =
       producer !== null && tracing.options.attemptParent === "child" ? producer : api.ROOT_CONTEXT;
-    const attributes: Attributes = {
-      [a.MESSAGING_SYSTEM]: "pawl",
-      [a.MESSAGING_OPERATION_TYPE]: "process",
-      [a.MESSAGING_OPERATION_NAME]: "process",
-      [a.MESSAGING_DESTINATION_NAME]: job.queue,
-      [a.MESSAGING_MESSAGE_ID]: job.id,
-      [a.MESSAGING_CLIENT_ID]: nodeId,
-      [a.JOB_TYPE]: job.type,
-      [a.JOB_ATTEMPT]: job.attempt,
-    };
+    // The attributes a sampler may decide on go in at the start; the rest only on a span that records
+    // (an SDK checks every attribute given at the start, sampled or not).
     const span = tracer.startSpan(
       `process ${job.type}`,
-      { kind: api.SpanKind.CONSUMER, attributes, links },
+      {
+        kind: api.SpanKind.CONSUMER,
+        attributes: {
+          [a.MESSAGING_SYSTEM]: "pawl",
+          [a.MESSAGING_OPERATION_TYPE]: "process",
+          [a.MESSAGING_DESTINATION_NAME]: job.queue,
+          [a.JOB_TYPE]: job.type,
+        },
+        links,
+      },
       parent,
     );
+    if (span.isRecording()) {
+      span.setAttributes({
+        [a.MESSAGING_OPERATION_NAME]: "process",
+        [a.MESSAGING_MESSAGE_ID]: job.id,
+        [a.MESSAGING_CLIENT_ID]: nodeId,
+        [a.JOB_ATTEMPT]: job.attempt,
+      });
+    }
     run.trace = span;
     return api.trace.setSpan(parent, span);
   };
