@@ -17,6 +17,20 @@ export interface InspectableRuntime {
   readonly slots: {
     runOf(slot: number): { payload: unknown; startedAt: number; ctx: { deadlineMs: number } | null } | null;
   };
+  /** The node's memory of rate-limit keys it was refused (absent on an older runtime). */
+  readonly rates?: { closedKeys(): { key: string; openAt: number; refused: number }[] };
+}
+
+/** A rate-limit key this node knows to be closed, in {@link ActorsView}. */
+export interface ClosedRateKey {
+  key: string;
+  /** When the key's window has room again, by the store's last refusal (ms since the epoch, ISO 8601). */
+  openAt: number;
+  openAtIso: string;
+  /** Whether that time is still ahead: until then this node refuses the key's jobs without asking. */
+  closed: boolean;
+  /** Jobs refused in the key's current episode (their spread slots follow one another). */
+  refused: number;
 }
 
 /** What the inspector reads from a node: a {@link Pawl} satisfies it. */
@@ -61,6 +75,8 @@ export interface ActorsView {
   /** When the view was built (ISO 8601). */
   at: string;
   busy: BusySlot[];
+  /** Rate-limit keys this node was refused and still remembers (at most the first 100). */
+  rateLimits: ClosedRateKey[];
   /** The whole tree, as `pawl.inspect()` gives it; null before start. */
   tree: ActorTree | null;
 }
@@ -79,6 +95,13 @@ export function actorsView(source: InspectorSource, includePayloads: boolean, no
     running: source.running,
     at: new Date(now).toISOString(),
     busy,
+    rateLimits: (source.nodeRuntime?.rates?.closedKeys() ?? []).slice(0, 100).map((k) => ({
+      key: k.key,
+      openAt: k.openAt,
+      openAtIso: new Date(k.openAt).toISOString(),
+      closed: k.openAt > now,
+      refused: k.refused,
+    })),
     tree: tree ? (sanitize(tree, { includePayloads, maxDepth: 12, maxItems: 10_000 }) as ActorTree) : null,
   };
 }

@@ -1,6 +1,8 @@
 /**
  * `pawl/observability`: Prometheus metrics built on the runtime's events, an HTTP handler and server for
- * them, and the opt-in actor inspector (JSON tree and Server-Sent Events of xstate inspection events).
+ * them, the opt-in actor inspector (JSON tree and Server-Sent Events of xstate inspection events), the
+ * operators' console, and the opt-in bridge to Stately's visual inspector (`connectStatelyInspector`,
+ * needs the optional peer `@statelyai/inspect`).
  * The dashboard (grafana/pawl.json) and alert rules (prometheus/alerts.yml) sit beside this file.
  *
  * @example
@@ -42,3 +44,5 @@ export {
   pickupLatencyBuckets,
 } from "./metric-set.js";
 export type { JobOutcome } from "./metric-set.js";
+export { connectStatelyInspector } from "./stately-bridge.js";
+export type { StatelyBridge, StatelyBridgeNode, StatelyBridgeOptions } from "./stately-bridge.js";

@@ -9,8 +9,8 @@
  *
  * Nothing is mounted unless the user mounts {@link Inspector.handler}. With a `token`, every request must
  * carry it (`Authorization: Bearer <token>` or `?token=`), else 401. Inspection stays cheap: the
- * inspector subscribes to the actor system only while at least one stream is open, and serialises each
- * event once for all streams. A stream that cannot keep up drops events (and says how many) rather
+ * inspector listens to the node's inspection feed (inspection-feed.ts, shared with the Stately bridge)
+ * only while at least one stream is open, and serialises each event once for all streams. A stream that cannot keep up drops events (and says how many) rather
  * than buffer without bound.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
@@ -18,6 +18,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { InspectionEvent } from "xstate";
 import type { PawlEventName, PawlEvents } from "../src/index.js";
 import { actorsView, type InspectorSource } from "./actor-view.js";
+import { inspectionFeed } from "./inspection-feed.js";
 import { inspectionKinds, serializeInspectionEvent, type InspectionKind } from "./sanitize.js";
 
 export type { ActorsView, BusySlot, InspectorSource, InspectableRuntime } from "./actor-view.js";
@@ -92,7 +93,8 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
     throw new TypeError("createInspector: token is empty");
 
   const streams = new Set<Stream>();
-  let subscription: { unsubscribe(): void } | null = null;
+  const feed = inspectionFeed(pawl);
+  let stopListening: (() => void) | null = null;
   let keepAlive: ReturnType<typeof setInterval> | null = null;
   let seq = 0;
   let closed = false;
@@ -127,10 +129,9 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
   };
 
   const attach = () => {
-    if (subscription !== null || streams.size === 0) return;
-    const rt = pawl.nodeRuntime;
-    if (!rt) return;
-    subscription = rt.root.system.inspect(onInspection);
+    if (stopListening !== null || streams.size === 0) return;
+    if (!pawl.nodeRuntime) return;
+    stopListening = feed.listen(onInspection);
     keepAlive = setInterval(() => {
       for (const s of streams) s.res.write(": keep-alive\n\n");
     }, keepAliveMs);
@@ -138,8 +139,8 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
   };
 
   const detach = () => {
-    subscription?.unsubscribe();
-    subscription = null;
+    stopListening?.();
+    stopListening = null;
     if (keepAlive !== null) clearInterval(keepAlive);
     keepAlive = null;
   };
@@ -234,7 +235,7 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
       return streams.size;
     },
     get subscribed() {
-      return subscription !== null;
+      return stopListening !== null && feed.subscribed;
     },
     close() {
       if (closed) return;

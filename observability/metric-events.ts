@@ -22,6 +22,9 @@ export interface EventState {
   breakers: Map<string, string>;
 }
 
+/** The `key` label of a rate-limit key: a payload key's value is left out (unbounded cardinality). */
+export const rateKeyLabel = (key: string): string => (key.startsWith("key:") ? "key:*" : key);
+
 /** Subscribes every listener; returns the unsubscribe functions. */
 export function subscribeMetrics(
   source: EventSource,
@@ -89,7 +92,9 @@ export function subscribeMetrics(
     }),
     source.on("job:snoozed", (e) => outcome(e.job.type, "snoozed")),
     source.on("job:canceled", (e) => outcome(e.job.type, "canceled")),
-    source.on("job:rescheduled", (e) => outcome(e.job.type, `rescheduled_${e.reason}`)),
+    source.on("job:rescheduled", (e) =>
+      outcome(e.job.type, e.reason === "rate-limit" ? "rescheduled_rate_limit" : `rescheduled_${e.reason}`),
+    ),
     source.on("job:waiting", (e) => outcome(e.job.type, "waiting")),
     source.on("job:lost", (e) => outcome(e.job.type, "lost")),
 
@@ -102,6 +107,15 @@ export function subscribeMetrics(
     source.on("breaker:change", (e) => {
       state.breakers.set(e.service, e.to);
       m.breakerTransitions.inc({ service: e.service, from: e.from.toLowerCase(), to: e.to.toLowerCase() });
+    }),
+    // Rate limits: payload keys are one label value, so a key per tenant cannot blow up the series.
+    source.on("job:rate-limited", (e) => {
+      for (const key of e.keys) m.rateLimited.inc({ type: e.job.type, key: rateKeyLabel(key) });
+    }),
+    source.on("rate-limit:window", (e) => {
+      if (e.key.startsWith("key:")) return; // one gauge per payload value would be unbounded
+      m.rateWindowUsed.set({ key: e.key }, e.used);
+      m.rateWindowLimit.set({ key: e.key }, e.limit);
     }),
     source.on("coordinator:connected", (e) => m.coordinatorConnected.set({ transport: e.transport }, 1)),
     source.on("coordinator:disconnected", (e) => {

@@ -18,6 +18,7 @@ export const jobOutcomes = [
   "canceled",
   "rescheduled_breaker",
   "rescheduled_permit",
+  "rescheduled_rate_limit",
   "rescheduled_shutdown",
   "waiting",
   "lost",

@@ -201,6 +201,25 @@ export function buildMetricSet(registry: Registry, prefix: string, c: Collectors
       "to",
     ]),
 
+    // Rate limits (the `key` label: `type:<type>` or `queue:<queue>`; every payload key is `key:*`)
+    rateLimited: counter(
+      "rate_limited_total",
+      "Attempts a rate limit refused (handed back until the window opens, no attempt used), by full key.",
+      ["type", "key"],
+    ),
+    rateWindowUsed: gauge(
+      "rate_limit_window_used",
+      "Starts in the key's current window, cluster-wide, as of this node's last admission of the key.",
+      ["key"],
+      undefined,
+    ),
+    rateWindowLimit: gauge(
+      "rate_limit_window_limit",
+      "The key's limit (starts per window), as of this node's last admission of the key.",
+      ["key"],
+      undefined,
+    ),
+
     // Coordinator
     coordinatorConnected: gauge(
       "coordinator_connected",

@@ -143,7 +143,7 @@ export interface StreamedInspectionEvent {
   /** The event (sanitised) for event, snapshot and microstep inspections. */
   event?: unknown;
   /** For snapshots and microsteps: state value, status and sanitised context. */
-  snapshot?: { value: unknown; status: unknown; context: unknown };
+  snapshot?: SanitizedSnapshot;
   /** For `@xstate.action`: the action's type and (sanitised) params. */
   action?: unknown;
 }
@@ -160,19 +160,37 @@ export function serializeInspectionEvent(
       out.event = sanitize(e.event, options);
       break;
     case "@xstate.snapshot":
-    case "@xstate.microstep": {
+    case "@xstate.microstep":
       out.event = sanitize(e.event, options);
-      const s = e.snapshot as { value?: unknown; status?: unknown; context?: unknown };
-      out.snapshot = {
-        value: sanitize(s.value, options) ?? null,
-        status: s.status ?? null,
-        context: sanitize(s.context, options) ?? null,
-      };
+      out.snapshot = sanitizeSnapshot(e.snapshot, options);
       break;
-    }
     case "@xstate.action":
       out.action = sanitize(e.action, options);
       break;
   }
   return out;
+}
+
+/** The part of an actor's snapshot the debug views show: its state value, status and context, sanitised. */
+export interface SanitizedSnapshot {
+  value: unknown;
+  status: unknown;
+  context: unknown;
+}
+
+/**
+ * An actor snapshot as the SSE stream and the Stately bridge show it: value, status and context through
+ * {@link sanitize}; the rest (children, output, error, history) is left out.
+ */
+export function sanitizeSnapshot(snapshot: unknown, options: SanitizeOptions = {}): SanitizedSnapshot {
+  const s = (typeof snapshot === "object" && snapshot !== null ? snapshot : {}) as {
+    value?: unknown;
+    status?: unknown;
+    context?: unknown;
+  };
+  return {
+    value: sanitize(s.value, options) ?? null,
+    status: sanitize(s.status, options) ?? null,
+    context: sanitize(s.context, options) ?? null,
+  };
 }

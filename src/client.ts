@@ -78,8 +78,8 @@ export class PawlClient<Tasks extends object = PawlTasks> {
   readonly config: ResolvedConfig;
   /** The job store (every SQL operation, on PostgreSQL), for advanced use. */
   readonly store: PostgresJobStore;
-  /** The dead letter queue. */
-  readonly dlq: DeadLetterQueue;
+  /** The dead letter queue (its lists typed by the task map). */
+  readonly dlq: DeadLetterQueue<Tasks>;
   protected readonly pool: pg.Pool;
   /** The node's hooks; none for a bare client, whose writes are found by the nodes' polls. */
   private readonly hooks: ClientHooks | undefined;
@@ -107,7 +107,7 @@ export class PawlClient<Tasks extends object = PawlTasks> {
     this.store = new PostgresJobStore(this.pool, this.config.schema, undefined, {
       succeeded: this.config.keepSucceeded ? "keep" : "delete",
     });
-    this.dlq = deadLetterQueue(this.store, this.hooks);
+    this.dlq = deadLetterQueue<Tasks>(this.store, this.hooks);
     this.tracing = this.config.tracing ? new PawlTracing(this.config.tracing) : null;
     // Loaded now, so the first enqueue need not wait for it; it never rejects.
     void this.tracing?.ready();
@@ -128,7 +128,7 @@ export class PawlClient<Tasks extends object = PawlTasks> {
   async enqueue<P = unknown, K extends TaskName<Tasks> = TaskName<Tasks>>(
     type: K,
     ...[payload, options]: EnqueueArgs<Tasks, K, P>
-  ): Promise<EnqueuedJob<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P>> {
+  ): Promise<EnqueuedJob<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P, K>> {
     this.assertOpen();
     const job = buildNewJob(
       type,
@@ -138,7 +138,7 @@ export class PawlClient<Tasks extends object = PawlTasks> {
       this.config.maxPayloadBytes,
     );
     const [row] = await this.insert([job], options?.client);
-    return row as EnqueuedJob<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P>;
+    return row as EnqueuedJob<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P, K>;
   }
 
   /**
@@ -230,6 +230,15 @@ export class PawlClient<Tasks extends object = PawlTasks> {
    * if (done.status === "SUCCEEDED") reply(200, done.result);
    * ```
    */
+  waitFor<K extends TaskName<Tasks>>(
+    job: { readonly id: string; readonly type: K },
+    options?: WaitForOptions,
+  ): Promise<TypedJob<Tasks, K>>;
+  /** An id (or a job whose type the task map does not name): the job, typed as any of the map's types. */
+  waitFor<K extends TaskName<Tasks> = TaskName<Tasks>>(
+    idOrJob: string | { readonly id: string },
+    options?: WaitForOptions,
+  ): Promise<TypedJob<Tasks, K>>;
   async waitFor<K extends TaskName<Tasks> = TaskName<Tasks>>(
     idOrJob: string | { readonly id: string },
     options?: WaitForOptions,
@@ -274,10 +283,21 @@ export class PawlClient<Tasks extends object = PawlTasks> {
     return (this.waits?.size ?? 0) > 0;
   }
 
-  /** Lists jobs, newest first. */
-  async listJobs(filter?: ListJobsFilter): Promise<Job[]> {
+  /**
+   * Lists jobs, newest first. With a task map the jobs are typed like getJob's (narrow on `job.type`), and
+   * a `type` filter, which must be one of the map's names, types them as that job type.
+   *
+   * @example
+   * ```ts
+   * const dead = await pawl.listJobs({ type: "email.send", status: "DEAD", limit: 10 });
+   * for (const job of dead) console.log(job.payload.to, job.lastError);
+   * ```
+   */
+  async listJobs<K extends TaskName<Tasks> = TaskName<Tasks>>(
+    filter?: ListJobsFilter<K>,
+  ): Promise<TypedJob<Tasks, K>[]> {
     this.assertOpen();
-    return this.store.list(filter);
+    return (await this.store.list(filter)) as TypedJob<Tasks, K>[];
   }
 
   /**

@@ -25,6 +25,7 @@ import {
 import { resolveQueueLimits } from "./composition/queue-config.js";
 import { resolveTracing, type ResolvedTracing, type TracingOptions } from "./tracing/tracing-options.js";
 import { embeddedCoordinator, usesEmbeddedDatabase } from "./embedded/embedded-config.js";
+import { poolConnectionString } from "./store/pool-url.js";
 
 /** Options of {@link createPawl}. Every field is optional. */
 export interface PawlConfig extends RuntimeOptions {
@@ -34,7 +35,11 @@ export interface PawlConfig extends RuntimeOptions {
    * (docs/embedded.md): one process, one connection, the in-memory coordinator by default.
    */
   connectionString?: string;
-  /** Your own pool instead of `connectionString` (pawl will not end it on close). */
+  /**
+   * Your own pool instead of `connectionString` (pawl will not end it on close). The connections pawl must
+   * open itself (the postgres coordinator's LISTEN) go to the pool's database, read from its settings;
+   * give `connectionString` too when they cannot be written as a URL (a password function).
+   */
   pool?: pg.Pool;
   /** Connections in pawl's own pool. Default 10 (an embedded database always has one). */
   maxConnections?: number;
@@ -232,8 +237,17 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
       `invalid claimMode ${JSON.stringify(claimMode)}: use full or lazy`,
     );
   }
+  // With the user's own pool, the connections pawl opens itself (the postgres coordinator's LISTEN) go to
+  // the pool's database, not to DATABASE_URL's or the default's.
+  const fromPool =
+    config.pool !== undefined && !usesEmbeddedDatabase(config.pool, "")
+      ? poolConnectionString(config.pool)
+      : undefined;
   const connectionString =
-    config.connectionString ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+    config.connectionString ??
+    fromPool ??
+    process.env.DATABASE_URL ??
+    "postgres://postgres@127.0.0.1:5432/postgres";
   if (typeof connectionString !== "string" || connectionString.length === 0) {
     throw new ValidationError("INVALID_CONFIG", "connectionString must be a non-empty string");
   }

@@ -7,13 +7,18 @@ import type { ClientHooks } from "./client-hooks.js";
 import { validateDeadLetterFilter } from "./filter-input.js";
 import type { DeadLetterFilter, RetriedJobs } from "./store/dead-letter.js";
 import { validateJobId } from "./store/job-id.js";
-import type { Job } from "./store/job-row.js";
 import type { JobStore } from "./store/job-store.js";
+import type { PawlTasks, TaskName, TypedJob } from "./task-map.js";
 
-/** The dead letter queue API. */
-export interface DeadLetterQueue {
+/**
+ * The dead letter queue API. With a task map (`Tasks`), the jobs listed are typed like getJob's, and a
+ * `type` filter narrows them to that type.
+ */
+export interface DeadLetterQueue<Tasks = PawlTasks> {
   /** DEAD jobs, newest first. */
-  list(filter?: DeadLetterFilter): Promise<Job[]>;
+  list<K extends TaskName<Tasks> = TaskName<Tasks>>(
+    filter?: DeadLetterFilter<K>,
+  ): Promise<TypedJob<Tasks, K>[]>;
   /**
    * Sends DEAD jobs back to PENDING with attempts reset; returns those it sent back. A job whose unique key
    * another live job holds is CANCELED instead (the live job wins): those are in the result's
@@ -21,7 +26,7 @@ export interface DeadLetterQueue {
    */
   retry(ids: string | readonly string[]): Promise<RetriedJobs>;
   /** Deletes DEAD jobs matching the filter; returns how many. */
-  purge(filter?: DeadLetterFilter): Promise<number>;
+  purge(filter?: DeadLetterFilter<TaskName<Tasks>>): Promise<number>;
 }
 
 /**
@@ -33,9 +38,14 @@ export interface DeadLetterQueue {
  * await dlq.retry(["42"]);
  * ```
  */
-export function deadLetterQueue(store: JobStore, hooks: ClientHooks | undefined): DeadLetterQueue {
+export function deadLetterQueue<Tasks = PawlTasks>(
+  store: JobStore,
+  hooks: ClientHooks | undefined,
+): DeadLetterQueue<Tasks> {
   return {
-    list: async (f) => store.listDead(validateDeadLetterFilter(f)),
+    // The rows are the store's; the task map only says what their payloads and results are.
+    list: async <K extends TaskName<Tasks>>(f?: DeadLetterFilter<K>) =>
+      (await store.listDead(validateDeadLetterFilter(f))) as TypedJob<Tasks, K>[],
     retry: async (ids) => {
       const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
       const jobs = await store.retryDead(list);

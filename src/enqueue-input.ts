@@ -135,6 +135,24 @@ export function runValidator(type: string, validate: PayloadValidator | undefine
 }
 
 /**
+ * Checks a `client` option (of an enqueue or a flow): absent, or something with a `query` method (a pg
+ * client or any {@link SqlClient}). @throws ValidationError `INVALID_OPTION`.
+ */
+export function validateClientOption(client: unknown): void {
+  if (
+    client !== undefined &&
+    (typeof client !== "object" ||
+      client === null ||
+      typeof (client as { query?: unknown }).query !== "function")
+  ) {
+    throw new ValidationError(
+      "INVALID_OPTION",
+      "client must be a pg client or a SqlClient (an object with query(text, values))",
+    );
+  }
+}
+
+/**
  * Validates one enqueue call.
  *
  * @throws ValidationError for any bad field; nothing has been written.
@@ -189,12 +207,7 @@ export function buildNewJob(
       `invalid uniqueKey ${describeValue(uniqueKey)}: use a string of 1-${maxUniqueKeyLength} characters`,
     );
   }
-  if (
-    o.client !== undefined &&
-    (typeof o.client !== "object" || typeof (o.client as { query?: unknown }).query !== "function")
-  ) {
-    throw new ValidationError("INVALID_OPTION", "client must be a pg client (an object with query())");
-  }
+  validateClientOption(o.client);
   const timeout = o.timeoutMs ?? defaults?.timeoutMs;
   const attempts = o.maxAttempts ?? defaults?.maxAttempts ?? defaultMaxAttempts;
   return {

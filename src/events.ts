@@ -4,6 +4,7 @@
  * costs a map lookup, so the hot path can always emit.
  */
 import type { WakeupHint } from "../coordinators/spi.js";
+import type { HeartbeatResult } from "./cluster/heartbeat.js";
 import { describeThrown, thrownAsError } from "./logic/thrown-value.js";
 
 /** What every job event carries about the job. */
@@ -43,7 +44,26 @@ export interface PawlEvents {
   /** A job's result was discarded because it was canceled while running (or before it started). */
   "job:canceled": { job: JobEventInfo };
   /** A job handed back without counting the attempt. */
-  "job:rescheduled": { job: JobEventInfo; reason: "breaker" | "permit" | "shutdown"; delayMs: number };
+  "job:rescheduled": {
+    job: JobEventInfo;
+    reason: "breaker" | "permit" | "rate-limit" | "shutdown";
+    delayMs: number;
+  };
+  /**
+   * A job's attempt was refused by a rate limit (it is handed back, `job:rescheduled` follows): `keys` are
+   * the full windows, `retryInMs` when it comes back, `local` when this node refused it from its memory of
+   * the keys' openings, without asking the store.
+   */
+  "job:rate-limited": { job: JobEventInfo; keys: string[]; retryInMs: number; local: boolean };
+  /** The store's answer to a rate-limit admission, per key: the starts in its window now (cluster-wide). */
+  "rate-limit:window": {
+    key: string;
+    type: string;
+    used: number;
+    limit: number;
+    full: boolean;
+    openInMs: number;
+  };
   /** An outcome the store refused: the row is no longer held by this node (canceled or recovered). */
   "job:lost": { job: JobEventInfo; outcome: string };
   "watchdog:soft-warning": { job: JobEventInfo; deadline: number };
@@ -58,15 +78,7 @@ export interface PawlEvents {
    */
   "database:connection-error": { source: "held" | "idle"; error: Error };
   /** This node wrote its heartbeat (times are the database's; `nextDelayMs` adapts to `lagMs`). */
-  "cluster:heartbeat": {
-    nodeId: string;
-    heartbeatAt: Date;
-    startedAt: Date;
-    lagMs: number;
-    durationMs: number;
-    nextDelayMs: number;
-    wasDeclaredDead: boolean;
-  };
+  "cluster:heartbeat": { nodeId: string } & HeartbeatResult;
   /** A node's heartbeat passed the dead-node threshold (reported once, by the node that swept). */
   "cluster:node-dead": { nodeId: string; lastHeartbeat: Date; detectedBy: string };
   /** RUNNING jobs of dead nodes (or, at `startup`, of this node id's previous run) were recovered. */

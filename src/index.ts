@@ -19,6 +19,7 @@ export type {
   TaskResult,
   PayloadField,
   TypedJob,
+  TypedEvent,
 } from "./task-map.js";
 export type {
   StandardSchema,
@@ -52,7 +53,7 @@ export type { WaitForOptions } from "./wait-for.js";
 export type { PawlErrorCode } from "./errors.js";
 export { priorities, resolvePriority } from "./priority.js";
 export type { Priority, PriorityName } from "./priority.js";
-export type { Job, JobStatus, JobErrorRecord } from "./store/job-row.js";
+export type { Job, JobStatus, JobErrorRecord } from "./job.js";
 export type { EnqueuedJob } from "./store/enqueue-jobs.js";
 export type { SqlClient } from "./store/sql.js";
 export type { CancelResult } from "./store/cancel-job.js";

@@ -29,7 +29,7 @@ import {
 import { ClassicClaimer } from "./store/claimer.js";
 import { CursorClaimer } from "./store/claim-cursor.js";
 import { SignalSweeper } from "./composition/signals.js";
-import type { IsTyped, PawlTasks, TaskName, TaskPayload, TaskResult } from "./task-map.js";
+import type { IsTyped, PawlTasks, TaskName, TaskPayload, TaskResult, TypedEvent } from "./task-map.js";
 
 /**
  * The payload a handler of `K` receives: the task map's, else `P` (from the handler's annotation or the
@@ -154,9 +154,12 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     return this.types.get(type);
   }
 
-  /** Subscribes to an event; returns the unsubscribe function. */
-  on<E extends PawlEventName>(name: E, listener: (payload: PawlEvents[E]) => void): () => void {
-    return this.events.on(name, listener);
+  /**
+   * Subscribes to an event; returns the unsubscribe function. With a task map, the job types the payload
+   * names are the map's ({@link TypedEvent}).
+   */
+  on<E extends PawlEventName>(name: E, listener: (payload: TypedEvent<Tasks, E>) => void): () => void {
+    return this.events.on(name, listener as (payload: PawlEvents[E]) => void);
   }
 
   /** Starts the node: the actor tree, the first poll, the coordinator. Idempotent. */
@@ -188,6 +191,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
           tree: this.inspect(),
           concurrency: c.concurrency,
           resources: c.runtimeOptions.resources,
+          queueRateLimits: c.runtimeOptions.queueRateLimits,
           defaultTimeoutMs: c.runtimeOptions.defaultTimeoutMs,
           breakerOpenMs: (service) => c.runtimeOptions.breakerFor(service).openMs,
         }),

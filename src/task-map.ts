@@ -1,6 +1,7 @@
 /**
  * Typed jobs: one declaration, a map from job type to its payload and result, types every call that names
- * a job type (register, enqueue, enqueueMany, chain, batch, workflow, schedule, getJob, pawl/testing).
+ * a job type (register, enqueue, enqueueMany, chain, batch, workflow, schedule, getJob, listJobs, dlq.list,
+ * waitFor, the events of `pawl.on`, pawl/testing).
  *
  * Two ways to give the map, one mechanism: every generic `Tasks` parameter defaults to {@link PawlTasks},
  * the interface an application augments once (`declare module "pawl"`), so every instance in every file
@@ -13,6 +14,7 @@
  */
 import type { EnqueueOptions } from "./enqueue-input.js";
 import type { Job } from "./store/job-row.js";
+import type { PawlEventName, PawlEvents } from "./events.js";
 
 /**
  * The application's job types, by name, for declaration merging. Empty by default: pawl is untyped.
@@ -157,3 +159,32 @@ export type EnqueueArgs<Tasks, K, P = unknown> =
       ? [payload?: TaskPayload<Tasks, K>, options?: EnqueueOptions]
       : [payload: TaskPayload<Tasks, K>, options?: EnqueueOptions]
     : [payload?: P, options?: EnqueueOptions];
+
+/** `T` with its job-type fields (`type`, `job.type`, `jobs[].type`) narrowed to the names `N`. */
+type WithTypeNames<T, N> = {
+  [F in keyof T]: F extends "type"
+    ? N
+    : F extends "job"
+      ? T[F] & { type: N }
+      : F extends "jobs"
+        ? T[F] extends readonly (infer J)[]
+          ? readonly (J & { type: N })[]
+          : T[F]
+        : T[F];
+};
+
+/**
+ * An event's payload as `pawl.on` gives it on a typed instance: every job type it names (`job.type`,
+ * `jobs[i].type`, `type`) is one of the map's names, so a listener can switch on it. A node runs only the
+ * map's types (register takes no other), as getJob assumes the schema holds only those. Without a map,
+ * the payload of {@link PawlEvents}.
+ *
+ * @example
+ * ```ts
+ * pawl.on("job:dead", ({ job }) => {
+ *   if (job.type === "email.send") alert(job.id); // job.type: "email.send" | "cache.flush" | ...
+ * });
+ * ```
+ */
+export type TypedEvent<Tasks, E extends PawlEventName> =
+  IsTyped<Tasks> extends true ? WithTypeNames<PawlEvents[E], TaskName<Tasks>> : PawlEvents[E];

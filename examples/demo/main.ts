@@ -10,7 +10,13 @@
 import { createPawl, type JobContext } from "pawl";
 import { lifecycle, sleep } from "../shared/lifecycle.js";
 import { chooseDatabase } from "./database.js";
-import { createConsole, createInspector, createMetrics, serveMetrics } from "pawl/observability";
+import {
+  connectStatelyInspector,
+  createConsole,
+  createInspector,
+  createMetrics,
+  serveMetrics,
+} from "pawl/observability";
 
 /** Logs before the lifecycle exists (it is made once the node runs), in its `[demo]` format. */
 const log = (message: string) => console.log(`[demo] ${message}`);
@@ -135,6 +141,17 @@ process.off("SIGTERM", interruptBoot);
 const life = lifecycle("demo", { durationEnv: "DEMO_DURATION_MS" });
 life.log(`node ${pawl.nodeId} running on schema ${schema}; Ctrl-C stops it gracefully, twice aborts`);
 
+// PAWL_STATELY=1: the node's actors in Stately's visual inspector too (docs/observability.md). The relay
+// serves a page that frames the hosted inspector, so that page needs a browser with internet access.
+let stately: { close(): void } | null = null;
+let relay: { stop(): void } | null = null;
+if (process.env.PAWL_STATELY === "1") {
+  const { createInspectorServer } = await import("@statelyai/inspect/server");
+  relay = createInspectorServer({ port: 8080, autoOpen: false });
+  stately = await connectStatelyInspector(pawl, { url: "ws://localhost:8080" });
+  life.log("Stately inspector: http://localhost:8080 (its page loads the hosted inspector)");
+}
+
 let tick = 0;
 let feeding = true;
 const feeder = setInterval(() => {
@@ -163,6 +180,8 @@ life.onForce(() => void pawl.stop());
 await pawl.stop({ graceMs });
 clearInterval(ticker);
 report();
+stately?.close();
+relay?.stop();
 await server.close();
 await pawl.close();
 if (life.durationMs !== null && counts.succeeded === 0) {

@@ -211,15 +211,26 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
       return page(res, c, "/schedules", schedulesPage(c, rows, pageSize, now));
     }
     if (route === "/jobs") {
-      const f: JobFilters = { status: q("status"), type: q("type"), queue: q("queue"), before: q("before") };
-      const jobs = await pawl.listJobs({
+      const f: JobFilters = {
+        status: q("status"),
+        type: q("type"),
+        queue: q("queue"),
+        text: q("text"),
+        before: q("before"),
+      };
+      const filter = {
         ...(f.status ? { status: f.status as never } : {}),
         ...(f.type ? { type: f.type } : {}),
         ...(f.queue ? { queue: f.queue } : {}),
         ...(f.before ? { beforeId: f.before } : {}),
         limit: pageSize,
-      });
+      };
       const c = ctx("Jobs");
+      if (f.text) {
+        const found = await pawl.store.operator.searchJobs({ ...filter, text: f.text });
+        return page(res, c, "/jobs", jobsPage(c, found.jobs, f, pageSize, now, found));
+      }
+      const jobs = await pawl.listJobs(filter);
       return page(res, c, "/jobs", jobsPage(c, jobs, f, pageSize, now));
     }
     const jobMatch = /^\/jobs\/(\d{1,19})$/.exec(route);

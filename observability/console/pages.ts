@@ -14,20 +14,38 @@ export interface JobFilters {
   status?: string;
   type?: string;
   queue?: string;
+  /** Text in the payload (a bounded search: see {@link JobSearchWindow}). */
+  text?: string;
   before?: string;
 }
 
+/** What a text search read: how many rows its window held, and the id the next page goes on below. */
+export interface JobSearchWindow {
+  scanned: number;
+  next: string | null;
+}
+
 /** The job list, newest first, with keyset paging (`before` = the last id shown). */
-export function jobsPage(ctx: PageContext, jobs: Job[], f: JobFilters, pageSize: number, now: Date): Html {
+export function jobsPage(
+  ctx: PageContext,
+  jobs: Job[],
+  f: JobFilters,
+  pageSize: number,
+  now: Date,
+  search?: JobSearchWindow,
+): Html {
   const statuses = ["", "WAITING", "PAUSED", "PENDING", "RUNNING", "SUCCEEDED", "CANCELED", "DEAD"];
-  const last = jobs.at(-1);
+  const nextBefore = search ? search.next : jobs.length === pageSize ? (jobs.at(-1)?.id ?? null) : null;
   const next = new URLSearchParams();
-  for (const k of ["status", "type", "queue"] as const) if (f[k]) next.set(k, f[k] as string);
-  if (last) next.set("before", last.id);
+  for (const k of ["status", "type", "queue", "text"] as const) if (f[k]) next.set(k, f[k] as string);
+  if (nextBefore !== null) next.set("before", nextBefore);
+  const searched = search
+    ? h`<p class="note">Searched the payloads of ${search.scanned} jobs${nextBefore === null ? "" : h`, down to id ${nextBefore}`}: ${jobs.length} found.</p>`
+    : "";
   return h`<form class="filters" method="get" action="${ctx.base}/jobs">
 <select name="status" aria-label="status">${statuses.map((s) => h`<option value="${s}" ${raw(s === (f.status ?? "") ? "selected" : "")}>${s || "any status"}</option>`)}</select>
-<input name="type" placeholder="type" value="${f.type ?? ""}" aria-label="type"><input name="queue" placeholder="queue" value="${f.queue ?? ""}" aria-label="queue">
-<button type="submit">Filter</button></form>${table(
+<input name="type" placeholder="type" value="${f.type ?? ""}" aria-label="type"><input name="queue" placeholder="queue" value="${f.queue ?? ""}" aria-label="queue"><input name="text" placeholder="text in payload" value="${f.text ?? ""}" aria-label="text in payload" maxlength="200">
+<button type="submit">Filter</button></form>${searched}${table(
     ["id", "type", "queue", "status", "attempts", "scheduled", "last error"],
     jobs.map((j) => [
       jobLink(ctx, j.id),
@@ -39,7 +57,7 @@ export function jobsPage(ctx: PageContext, jobs: Job[], f: JobFilters, pageSize:
       j.lastError ?? "",
     ]),
     "no jobs match",
-  )}${jobs.length === pageSize ? h`<p><a rel="next" href="${ctx.base}/jobs?${next.toString()}">Older jobs →</a></p>` : ""}`;
+  )}${nextBefore !== null ? h`<p><a rel="next" href="${ctx.base}/jobs?${next.toString()}">Older jobs →</a></p>` : ""}`;
 }
 
 /** One job: the explain answer first, then its fields, payload, result, errors and flow. */

@@ -88,11 +88,14 @@ export interface RegistrySource {
     service: string | undefined;
     resource: string | undefined;
     timeoutMs: number | undefined;
+    rateLimit?: { limit: number; perMs: number; key: unknown } | undefined;
   }>;
   /** `pawl.inspect()`: null before start(). */
   tree: ActorTree | null;
   concurrency: number;
   resources: ReadonlyMap<string, number>;
+  /** Per-queue rate limits. */
+  queueRateLimits?: ReadonlyMap<string, { limit: number; perMs: number }>;
   defaultTimeoutMs: number;
   /** How long a service's breaker stays OPEN (its config's `openMs`). */
   breakerOpenMs: (service: string) => number;
@@ -109,6 +112,9 @@ export function buildNodeRegistry(src: RegistrySource): NodeRegistry {
     service: t.service ?? null,
     resource: t.resource ?? null,
     timeoutMs: t.timeoutMs ?? null,
+    rateLimit: t.rateLimit
+      ? { limit: t.rateLimit.limit, perMs: t.rateLimit.perMs, keyed: t.rateLimit.key !== undefined }
+      : null,
   }));
   const ctx = (src.tree?.context ?? {}) as {
     busy?: number;
@@ -131,6 +137,9 @@ export function buildNodeRegistry(src: RegistrySource): NodeRegistry {
     busy: ctx.busy ?? 0,
     breakers,
     resources: Object.fromEntries(src.resources),
+    queueRateLimits: Object.fromEntries(
+      [...(src.queueRateLimits ?? [])].map(([q, l]) => [q, { limit: l.limit, perMs: l.perMs }]),
+    ),
     defaultTimeoutMs: src.defaultTimeoutMs,
   };
 }

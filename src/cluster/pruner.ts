@@ -2,7 +2,8 @@
  * Pruning: finished jobs leave the hot table after their retention, SUCCEEDED and CANCELED after a short
  * one (a day by default), DEAD after a longer one (14 days), so the claim path stays fast. One pass, under
  * the `pawl:prune` lease, deletes in batches of `pruneBatchSize` rows, one short statement each, until a
- * batch comes back short, the pass's batch budget is spent, or the lease's deadline is near.
+ * batch comes back short, the pass's batch budget is spent, or the lease's deadline is near. The same
+ * pass then drops the rate-limit log's expired starts and idle keys (src/store/rate-limit-sql.ts).
  */
 import type { Clock } from "../clock.js";
 import type { PawlEventEmitter } from "../events.js";
@@ -101,6 +102,8 @@ export class Pruner {
       }
       if (more) break;
     }
+    // An admission prunes its own keys; a key no job asks for any more (a payload key) is left to this.
+    if (lease.valid() && d.store.pruneRateLimits) await d.store.pruneRateLimits();
     return {
       ran: true,
       succeeded: counts.SUCCEEDED,

@@ -7,6 +7,7 @@
 import {
   buildNewJob,
   runValidator,
+  validateClientOption,
   type EnqueueOptions,
   type NewJob,
   type TypeDefaults,
@@ -14,7 +15,7 @@ import {
 import { PawlError, ValidationError } from "../errors.js";
 import { describeValue, storableText } from "../input-text.js";
 import { serializePayload } from "../payload.js";
-import type { Queryable } from "../store/sql.js";
+import type { SqlClient } from "../store/sql.js";
 import type { FlowFailurePolicy, FlowKind } from "../store/flow-sql.js";
 import type { IsTyped, PawlTasks, PayloadField, TaskName, TaskPayload } from "../task-map.js";
 
@@ -86,8 +87,12 @@ export interface FlowOptions<Tasks = PawlTasks> {
    * receives a {@link FlowCompletion} payload: the counts, and this job's own payload as `payload`.
    */
   onComplete?: CompletionJob<Tasks>;
-  /** The caller's pg client inside their transaction: the flow exists once that commits. */
-  client?: Queryable;
+  /**
+   * The caller's transaction, as for enqueue: a pg client, or any {@link SqlClient} (`query(text, values)`
+   * resolving to `{ rows }`, e.g. a two-line adapter over a kysely, knex or drizzle transaction). The flow
+   * and all its members exist once that commits, and not at all if it rolls back.
+   */
+  client?: SqlClient;
 }
 
 /** Input of {@link PawlClient.workflow}. */
@@ -266,6 +271,7 @@ function flowOptions(raw: unknown): FlowOptions {
   if (raw === undefined) return {};
   const o = object(raw, "flow options");
   label(o.name, "flow name");
+  validateClientOption(o.client);
   return o as FlowOptions;
 }
 
@@ -298,7 +304,7 @@ export function planChain(steps: unknown, options: unknown, ctx: FlowBuildContex
  */
 export function planWorkflow(input: unknown, ctx: FlowBuildContext): FlowPlan {
   const o = object(input, "workflow") as unknown as WorkflowInput;
-  flowOptions({ name: o.name });
+  flowOptions({ name: o.name, client: o.client });
   const jobs: unknown = o.jobs;
   if (!Array.isArray(jobs) || jobs.length === 0) fail("a workflow needs a jobs array of at least one job");
   if (jobs.length > maxFlowMembers) fail(`a workflow has at most ${maxFlowMembers} jobs, got ${jobs.length}`);
@@ -348,9 +354,8 @@ export function planWorkflow(input: unknown, ctx: FlowBuildContext): FlowPlan {
 /** Validates a batch: the shared type and options once, then every item's payload. @throws ValidationError. */
 export function planBatch(input: unknown, ctx: FlowBuildContext): BatchPlan {
   const o = object(input, "batch");
-  const { items, name, onComplete, client: _client, ...shared } = o;
-  void _client;
-  label(name, "flow name");
+  const { items, name, onComplete, client, ...shared } = o;
+  flowOptions({ name, client });
   if (!Array.isArray(items) || items.length === 0) fail("a batch needs an items array of at least one item");
   if (items.length > maxBatchItems) fail(`a batch has at most ${maxBatchItems} items, got ${items.length}`);
   const first = member({ ...shared, payload: items[0] }, "batch item 0", ctx, []);

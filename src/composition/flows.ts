@@ -26,6 +26,7 @@ import {
   type WorkflowInput,
 } from "./flow-input.js";
 import type { UntypedTasks } from "../task-map.js";
+import { asQueryable, type Queryable, type SqlClient } from "../store/sql.js";
 
 /** Batch children inserted per statement: bounds the statement's parameters and memory. */
 export const batchChunkSize = 10_000;
@@ -111,12 +112,21 @@ async function insertCompletion(
   return row ?? null;
 }
 
+/**
+ * The caller's transaction as pawl's statements run on it, decided once per call as enqueue does
+ * (src/store/sql.ts): a pg client takes the named statements, any other client their text and values.
+ */
+function callerTransaction(client: SqlClient | undefined): Queryable | undefined {
+  return client === undefined ? undefined : asQueryable(client);
+}
+
 async function createGraph(
   deps: CompositionDeps,
   plan: FlowPlan,
-  client: FlowOptions["client"],
+  callerClient: FlowOptions["client"],
 ): Promise<FlowHandle> {
   const tracing = deps.tracing ?? null;
+  const client = callerTransaction(callerClient);
   const { flowId, jobs, completion } = await inTransaction(deps.store, client, async (tx) => {
     const flowId = await tx.insertFlow({
       kind: plan.kind,
@@ -183,7 +193,7 @@ export async function createBatch<P>(
   input: BatchInput<P, string, UntypedTasks>,
 ): Promise<FlowHandle> {
   const plan = planBatch(input, buildContext(deps));
-  const client = input.client;
+  const client = callerTransaction(input.client);
   const tracing = deps.tracing ?? null;
   const { flowId, completion } = await inTransaction(deps.store, client, async (tx) => {
     const flowId = await tx.insertFlow({

@@ -172,14 +172,7 @@ export function breakerRecord(
       if (!ok) return open(s, now);
       const trialSuccesses = s.trialSuccesses + 1;
       if (trialSuccesses >= cfg.halfOpenTrials) {
-        return {
-          state: "CLOSED",
-          outcomes: [],
-          openedAt: null,
-          trialsInFlight: 0,
-          trialSuccesses: 0,
-          transitions: s.transitions + 1,
-        };
+        return { ...initialBreaker(), transitions: s.transitions + 1 };
       }
       return { ...s, trialsInFlight, trialSuccesses };
     }

@@ -5,6 +5,7 @@
  * logic/ because the decision (./explain.ts) is their only reader that must not do I/O; the store
  * imports the registry's shape from here so the writer and the reader cannot drift.
  */
+import type { Job } from "../job.js";
 
 /** A job type as a node registered it. */
 export interface PublishedType {
@@ -17,6 +18,8 @@ export interface PublishedType {
   resource: string | null;
   /** The type's per-attempt timeout, or null for the node's default. */
   timeoutMs: number | null;
+  /** The type's rate limit (`keyed`: by its key function's value), or null; absent from older nodes. */
+  rateLimit?: { limit: number; perMs: number; keyed: boolean } | null;
 }
 
 /** One of a node's per-queue lanes (only with `queues`). */
@@ -51,6 +54,8 @@ export interface NodeRegistry {
   breakers: PublishedBreaker[];
   /** Resource capacities from the node's configuration (a resource missing here is unlimited). */
   resources: Record<string, number>;
+  /** Per-queue rate limits from the node's configuration; absent from older nodes. */
+  queueRateLimits?: Record<string, { limit: number; perMs: number }>;
   /** The per-attempt timeout of types without their own. */
   defaultTimeoutMs: number;
 }
@@ -70,26 +75,27 @@ export interface ExplainNode {
   registry: NodeRegistry | null;
 }
 
-/** The fields of a job explain reads (a `Job` has them all). */
-export interface ExplainJob {
-  id: string;
-  type: string;
-  queue: string;
-  status: "PENDING" | "RUNNING" | "SUCCEEDED" | "CANCELED" | "DEAD" | "WAITING" | "PAUSED";
-  scheduledTime: Date;
-  attempts: number;
-  maxAttempts: number;
-  timeoutMs: number | null;
-  pickedBy: string | null;
-  pickedAt: Date | null;
-  lastError: string | null;
-  cancelReason: string | null;
-  updatedAt: Date;
-  finishedAt: Date | null;
-  flowId?: string | null;
-  waitingFor?: "signal" | "dependencies" | null;
-  pausedBy?: "job" | "queue" | "type" | null;
-}
+/** The fields of a job explain reads. */
+export type ExplainJob = Pick<
+  Job,
+  | "id"
+  | "type"
+  | "queue"
+  | "status"
+  | "scheduledTime"
+  | "attempts"
+  | "maxAttempts"
+  | "timeoutMs"
+  | "pickedBy"
+  | "pickedAt"
+  | "lastError"
+  | "cancelReason"
+  | "updatedAt"
+  | "finishedAt"
+  | "flowId"
+  | "waitingFor"
+  | "pausedBy"
+>;
 
 /** A pause of a queue or a job type. */
 export interface ExplainPause {
@@ -113,6 +119,17 @@ export interface ExplainPermits {
   holders: ExplainPermit[];
 }
 
+/** A rate-limit key's window, as the store keeps it (the limit it was last admitted under). */
+export interface ExplainRateWindow {
+  key: string;
+  limit: number;
+  perMs: number;
+  /** Starts in (now - perMs, now]. */
+  used: number;
+  /** When a full window has room again; null when it is not full. */
+  openAt: Date | null;
+}
+
 /** A flow dependency that has not finished. */
 export interface ExplainDependency {
   id: string;
@@ -132,6 +149,8 @@ export interface ExplainFacts {
   pauses: ExplainPause[];
   /** Held permits by resource. */
   permits: Record<string, ExplainPermits>;
+  /** The windows of the job's type and queue rate-limit keys (`type:<type>`, `queue:<queue>`) that exist. */
+  rateWindows?: ExplainRateWindow[];
   /** The job's unfinished flow dependencies (empty for a job not waiting on its flow). */
   dependencies: ExplainDependency[];
   /** The cluster's dead-node threshold and orphan sweep interval (for the expected rescue time). */

@@ -4,7 +4,7 @@
  * held by a dead node says when the orphan sweep should rescue it. Any other job gets every reason that
  * holds now, in a fixed order: what holds the job itself (pause, signal, flow dependencies, due time),
  * then what keeps every node that could run it from doing so (no such node, full queues, open breakers,
- * exhausted permits). An empty list means the next poll of a node that runs its type should claim it.
+ * exhausted permits, a full rate-limit window of its type or queue). An empty list means the next poll of a node that runs its type should claim it.
  *
  * Node-side facts (lanes, breakers) are as of each node's last heartbeat, so they may be a few seconds
  * old; the rest is the store's state at `facts.now`.
@@ -14,6 +14,7 @@ import type {
   ExplainFacts,
   ExplainNode,
   ExplainPermit,
+  ExplainRateWindow,
   NodeRegistry,
   PublishedType,
 } from "./explain-facts.js";
@@ -111,6 +112,17 @@ export interface PermitsExhaustedReason {
   holders: ExplainPermit[];
 }
 
+/** A rate limit's window is full: no attempt of the job's key starts before `until`. */
+export interface RateLimitedReason {
+  kind: "rate-limited";
+  /** `type:<type>` or `queue:<queue>` (a key from the payload is not known to explain). */
+  key: string;
+  limit: number;
+  perMs: number;
+  used: number;
+  until: Date;
+}
+
 /** One reason, discriminated by `kind`. */
 export type ExplainReason =
   | FinishedReason
@@ -123,7 +135,8 @@ export type ExplainReason =
   | NoNodeReason
   | QueueFullReason
   | BreakerOpenReason
-  | PermitsExhaustedReason;
+  | PermitsExhaustedReason
+  | RateLimitedReason;
 
 /**
  * The answer: `finished`, `running`, `orphaned`, `blocked` (at least one reason) or `runnable` (none: the
@@ -276,7 +289,42 @@ function nodeReasons(facts: ExplainFacts): ExplainReason[] {
       reasons.push({ kind: "permits-exhausted", resource, capacity, ...permits });
     }
   }
+  reasons.push(...rateReasons(facts, able));
   return reasons;
+}
+
+/**
+ * The full windows of the rate limits the able nodes apply to the job: its type's (unless keyed by the
+ * payload, whose key explain cannot compute) and its queue's.
+ */
+function rateReasons(facts: ExplainFacts, able: readonly ExplainNode[]): RateLimitedReason[] {
+  const { job, now } = facts;
+  const limited = (key: string): boolean => {
+    if (key.startsWith("type:")) {
+      return able.some((n) => {
+        const t = n.registry?.types.find((x) => x.type === job.type);
+        return t?.rateLimit != null && !t.rateLimit.keyed;
+      });
+    }
+    return able.some((n) => n.registry?.queueRateLimits?.[job.queue] !== undefined);
+  };
+  const out: RateLimitedReason[] = [];
+  for (const w of facts.rateWindows ?? []) {
+    if (!isFull(w, now) || !limited(w.key)) continue;
+    out.push({
+      kind: "rate-limited",
+      key: w.key,
+      limit: w.limit,
+      perMs: w.perMs,
+      used: w.used,
+      until: w.openAt as Date,
+    });
+  }
+  return out;
+}
+
+function isFull(w: ExplainRateWindow, now: Date): boolean {
+  return w.used >= w.limit && w.openAt !== null && w.openAt.getTime() > now.getTime();
 }
 
 function laneOf(r: NodeRegistry, queue: string): { running: number; limit: number } {
@@ -354,6 +402,11 @@ export function describeReason(r: ExplainReason, now: Date): string {
       return `all ${r.capacity} permits of resource ${JSON.stringify(r.resource)} are held${
         r.holders.length > 0 ? ` by jobs ${r.holders.map((h) => `${h.jobId} (${h.nodeId})`).join(", ")}` : ""
       }`;
+    case "rate-limited":
+      return (
+        `rate limited until ${r.until.toISOString()} (in ${duration(r.until.getTime() - now.getTime())}): ` +
+        `${JSON.stringify(r.key)} had ${r.used} of ${r.limit} starts in the last ${duration(r.perMs)}`
+      );
   }
 }
 

@@ -13,9 +13,13 @@
  * - `gating` (transient): the circuit breaker of the job's service is consulted (`decideBreaker`, which
  *   keeps the decision on the attempt; an OPEN breaker hands the job back for the open window without
  *   using an attempt) and, when it admits the job, the admission is recorded at once (`admitBreaker`); a
- *   job with a resource goes to `acquiringPermit`, any other to `running`.
+ *   job with a resource goes to `acquiringPermit`, a rate-limited one to `admitting`, any other to
+ *   `running`.
  * - `acquiringPermit`: a cluster-wide permit for the job's resource is requested; a saturated resource
  *   hands the job back after a delay without using an attempt.
+ * - `admitting`: the job's rate limits admit its start (`admitRate`: the store's sliding log, or the
+ *   node's memory of a closed window); a full window hands the job back until its next opening without
+ *   using an attempt. Last before `running`, so a start is recorded only for an attempt that runs.
  * - `running`: the handler runs with its context bound; the watchdog is armed. `SETTLED` carries the
  *   handler's outcome, `TIMED_OUT` comes from the watchdog's hard deadline, `ABORT` from shutdown. `CANCEL`
  *   sets the attempt's cancellation request and stays.
@@ -46,6 +50,8 @@ export type TaskOutcome =
   | { kind: "canceled" }
   | { kind: "breaker-open"; delayMs: number }
   | { kind: "permit-denied"; delayMs: number }
+  /** A rate limit's window was full: the job comes back after `delayMs`, its attempt not counted. */
+  | { kind: "rate-limited"; delayMs: number }
   | { kind: "invalid-payload"; error: unknown }
   | { kind: "aborted" }
   /** The handler called ctx.waitForSignal() and no signal was delivered: park the job (WAITING). */
@@ -83,6 +89,7 @@ export type JobTaskEvent =
   | { type: "LOAD_FAILED"; error: unknown }
   | { type: "CHECKED"; canceled: boolean }
   | { type: "PERMIT"; granted: boolean; retryInMs: number }
+  | { type: "ADMISSION"; admitted: boolean; retryInMs: number }
   | { type: "SETTLED"; outcome: TaskOutcome }
   | { type: "TIMED_OUT"; error: unknown }
   | { type: "CANCEL" }
@@ -96,7 +103,14 @@ export interface JobTaskInput {
 
 /** The task's states. */
 export type JobTaskState =
-  "idle" | "loading" | "checkingCancellation" | "validating" | "gating" | "acquiringPermit" | "running";
+  | "idle"
+  | "loading"
+  | "checkingCancellation"
+  | "validating"
+  | "gating"
+  | "acquiringPermit"
+  | "admitting"
+  | "running";
 
 /** The task's snapshot: a machine-like `value` (its state) and its context. */
 export type JobTaskSnapshot = Snapshot<undefined> & {
@@ -116,6 +130,8 @@ export interface JobTaskActions {
   loadPayload: SlotAction;
   checkCancellation: SlotAction;
   acquirePermit: SlotAction;
+  /** Asks the job's rate limits to admit its start; answered with `ADMISSION`. */
+  admitRate: SlotAction;
   runHandler: SlotAction;
   requestCancellation: SlotAction;
   validatePayload: SlotAction;
@@ -130,6 +146,8 @@ export interface JobTaskGuards {
   readyToRun: SlotGuard;
   needsCancelCheck: SlotGuard;
   needsPermit: SlotGuard;
+  /** The job is admitted under at least one rate limit (its keys were derived in `validatePayload`). */
+  needsRateLimit: SlotGuard;
   breakerOpen: SlotGuard;
   payloadInvalid: SlotGuard;
 }
@@ -139,6 +157,7 @@ const eventGuards = {
   needsPayload: (e: JobTaskEvent) => e.type === "START" && !e.job.hasPayload,
   canceled: (e: JobTaskEvent) => e.type === "CHECKED" && e.canceled,
   permitDenied: (e: JobTaskEvent) => e.type === "PERMIT" && !e.granted,
+  rateRefused: (e: JobTaskEvent) => e.type === "ADMISSION" && !e.admitted,
 };
 
 /** One candidate transition: tried in order, the first whose guard passes wins. */
@@ -220,6 +239,7 @@ export const jobTaskTable: { initial: JobTaskState; states: Record<JobTaskState,
       always: [
         { guard: "breakerOpen", target: "idle", finish: () => ({ kind: "breaker-open", delayMs: 0 }) },
         { guard: "needsPermit", target: "acquiringPermit", action: "admitBreaker" },
+        { guard: "needsRateLimit", target: "admitting", action: "admitBreaker" },
         { target: "running", action: "admitBreaker" },
       ],
     },
@@ -231,6 +251,22 @@ export const jobTaskTable: { initial: JobTaskState; states: Record<JobTaskState,
             guard: "permitDenied",
             target: "idle",
             finish: (e) => ({ kind: "permit-denied", delayMs: e?.type === "PERMIT" ? e.retryInMs : 0 }),
+          },
+          { guard: "needsRateLimit", target: "admitting" },
+          { target: "running" },
+        ],
+        ABORT: abort,
+      },
+    },
+    admitting: {
+      // Last before running: a start is recorded in the limit's window only for an attempt that runs.
+      entry: "admitRate",
+      on: {
+        ADMISSION: [
+          {
+            guard: "rateRefused",
+            target: "idle",
+            finish: (e) => ({ kind: "rate-limited", delayMs: e?.type === "ADMISSION" ? e.retryInMs : 0 }),
           },
           { target: "running" },
         ],
@@ -262,7 +298,7 @@ function taskLogic(actions: JobTaskActions, guards: JobTaskGuards): JobTaskLogic
   const passes = (t: TaskTransition, context: JobTaskContext, event: JobTaskEvent | null): boolean => {
     const g = t.guard;
     if (g === undefined) return true;
-    if (g === "needsPayload" || g === "canceled" || g === "permitDenied") {
+    if (g === "needsPayload" || g === "canceled" || g === "permitDenied" || g === "rateRefused") {
       return event !== null && eventGuards[g](event);
     }
     return guards[g](context, context.slot);
@@ -331,6 +367,7 @@ export const jobTaskMachine: JobTaskLogic = taskLogic(
     loadPayload: inert,
     checkCancellation: inert,
     acquirePermit: inert,
+    admitRate: inert,
     runHandler: inert,
     requestCancellation: inert,
     validatePayload: inert,
@@ -342,6 +379,7 @@ export const jobTaskMachine: JobTaskLogic = taskLogic(
     readyToRun: never,
     needsCancelCheck: never,
     needsPermit: never,
+    needsRateLimit: never,
     breakerOpen: never,
     payloadInvalid: never,
   },

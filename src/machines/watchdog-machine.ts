@@ -49,6 +49,21 @@ export interface WatchdogInput {
 }
 
 /**
+ * What a step's timer does, whether or not it was the last step: report the step that came due, then move
+ * the cursor past it. Shared by both branches of `untilNextStep` so they cannot drift apart.
+ */
+const reportAndAdvance = [
+  {
+    type: "reportStep",
+    params: ({ context }: { context: WatchdogContext }) => ({
+      jobId: context.jobId as string,
+      step: context.steps[context.next] as WatchdogStep,
+    }),
+  },
+  "advance",
+] as const;
+
+/**
  * The watchdog machine. Supply `reportStep` with `.provide({ actions: { reportStep } })`; it receives the
  * step that fired as `params`.
  */
@@ -114,30 +129,12 @@ export const watchdogMachine = setup({
           {
             guard: "lastStep",
             target: "expired",
-            actions: [
-              {
-                type: "reportStep",
-                params: ({ context }) => ({
-                  jobId: context.jobId as string,
-                  step: context.steps[context.next] as WatchdogStep,
-                }),
-              },
-              "advance",
-            ],
+            actions: reportAndAdvance,
           },
           {
             target: "watching",
             reenter: true,
-            actions: [
-              {
-                type: "reportStep",
-                params: ({ context }) => ({
-                  jobId: context.jobId as string,
-                  step: context.steps[context.next] as WatchdogStep,
-                }),
-              },
-              "advance",
-            ],
+            actions: reportAndAdvance,
           },
         ],
       },

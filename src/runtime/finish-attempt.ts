@@ -201,6 +201,16 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
         ),
       );
       return "rescheduled";
+    case "rate-limited":
+      reschedule(
+        run,
+        outcome.delayMs,
+        deps,
+        canceledOr(() =>
+          deps.events.emit("job:rescheduled", { job: info, reason: "rate-limit", delayMs: outcome.delayMs }),
+        ),
+      );
+      return "rescheduled";
     case "wait": {
       // Parked through the context's services (the node's store); a context without them (pawl/testing)
       // cannot park, so the job fails for good with a clear error instead.

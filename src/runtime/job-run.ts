@@ -10,6 +10,7 @@ import type { TaskJob } from "../machines/job-task-machine.js";
 import type { JobContext } from "./job-context.js";
 import type { Lane } from "./lanes.js";
 import type { JobType } from "./registry.js";
+import type { RateKey } from "../logic/rate-limit.js";
 
 /** An attempt in flight on this node. */
 export interface JobRun {
@@ -28,8 +29,10 @@ export interface JobRun {
   settled: boolean;
   permitHeld: boolean;
   breaker: BreakerDecision | null;
-  /** A validation error found before running. */
+  /** A validation error found before running (a rate-limit key function's error included). */
   invalid: Error | null;
+  /** The rate-limit keys the attempt is admitted under (derived with the payload's validation); null: none. */
+  rateKeys: RateKey[] | null;
   cancelRequested: boolean;
   /** When the watchdog must be armed (clock ms), or 0 once armed or not needed. */
   armAt: number;
@@ -86,6 +89,7 @@ export function newJobRun(
     permitHeld: false,
     breaker: null,
     invalid: null,
+    rateKeys: null,
     cancelRequested,
     armAt: 0,
     armed: false,

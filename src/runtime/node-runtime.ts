@@ -15,6 +15,7 @@ import type { Logger } from "../logger.js";
 import { nodeMachine } from "../machines/node-machine.js";
 import type { CancelResult } from "../store/cancel-job.js";
 import type { NodeStore } from "../store/job-store.js";
+import { RateGate } from "./rate-gate.js";
 import { finishAttempt, type FinishDeps } from "./finish-attempt.js";
 import type { AttemptTracer } from "./attempt-tracer.js";
 import { newJobRun, type JobRun } from "./job-run.js";
@@ -70,6 +71,8 @@ export class NodeRuntime {
   private readonly lanes: NodeLanes;
   /** Admission and reporting for the node's circuit breakers. */
   private readonly breakers: BreakerGate;
+  /** Admission to rate limits, and the node's memory of closed keys (the inspector reads it). */
+  readonly rates: RateGate;
   /** Attempts in flight by job id. */
   private readonly runs = new Map<string, JobRun>();
   private stopping: Promise<number> | null = null;
@@ -104,6 +107,12 @@ export class NodeRuntime {
       sendLater: (id, event) => this.sendLater(id, event),
       configFor: (service) => deps.options.breakerFor(service),
       clock,
+    });
+    this.rates = new RateGate({
+      store: deps.store,
+      clock,
+      events,
+      queueLimits: deps.options.queueRateLimits,
     });
     this.dues = new DueNotes({ clock, poller: () => this.actor("poller"), active: () => !this.draining });
     this.outcomes = this.dues.noting(this.writer, (id) => this.runs.get(id)?.claimed.priority);
@@ -190,6 +199,7 @@ export class NodeRuntime {
       watchdogs: this.watchdogs,
       breakers: this.breakers,
       tracer: deps.tracer ?? null,
+      rates: this.rates,
       runOf: (slot) => this.slots.runOf(slot) ?? undefined,
       runById: (jobId) => this.runs.get(jobId),
       sendToSlot: (slot, event) => this.actor(`slot-${slot}`)?.send(event),

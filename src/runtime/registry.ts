@@ -9,6 +9,7 @@ import { resolveRetryPolicy, type RetryPolicy } from "../logic/backoff.js";
 import { resolvePriority, type Priority } from "../priority.js";
 import type { JobContext } from "./job-context.js";
 import { isStandardSchema, schemaValidator, type StandardSchema } from "../standard-schema.js";
+import { resolveRateLimit, type RateLimit, type RateLimitOptions } from "../logic/rate-limit.js";
 
 /** A job handler: receives the payload and the attempt's context; its return value is the job's result. */
 export type Handler<P = unknown, R = unknown> = (payload: P, ctx: JobContext) => R | Promise<R>;
@@ -28,6 +29,12 @@ export interface RegisterOptions<P = unknown> {
   service?: string;
   /** A resource whose cluster-wide permits (capacity from config `resources`) each attempt holds. */
   resource?: string;
+  /**
+   * At most `limit` attempts start in any window of `perMs`, across the cluster: per type, or per value
+   * of `key(payload)` (docs/rate-limits.md). A job over the limit waits for the window's next opening
+   * without using an attempt.
+   */
+  rateLimit?: RateLimitOptions<P>;
   /**
    * Checks the payload at enqueue and before each attempt; a rejected payload is never run. A function
    * (throw, or return false or a message, to reject), or a Standard Schema (zod, valibot, arktype, ...),
@@ -54,6 +61,7 @@ export interface JobType {
   retry: RetryPolicy | ((attempt: number, error: Error) => number);
   service: string | undefined;
   resource: string | undefined;
+  rateLimit: RateLimit | undefined;
   validate: PayloadValidator | undefined;
   queue: string | undefined;
   priority: Priority | undefined;
@@ -66,6 +74,7 @@ const keys = new Set([
   "retry",
   "service",
   "resource",
+  "rateLimit",
   "validate",
   "queue",
   "priority",
@@ -126,6 +135,10 @@ export function resolveJobType(type: string, handler: unknown, options: Register
     retry: typeof retry === "function" ? retry : resolveRetryPolicy(retry),
     service: label("service", options.service),
     resource: label("resource", options.resource),
+    rateLimit:
+      options.rateLimit === undefined
+        ? undefined
+        : resolveRateLimit(`rateLimit of ${type}`, options.rateLimit, true, "INVALID_OPTION"),
     validate,
     queue: options.queue === undefined ? undefined : validateQueueName(options.queue),
     priority: options.priority,

@@ -7,6 +7,8 @@ import { resolveBreakerConfig, type BreakerConfig } from "../logic/breaker.js";
 import { resolvePollingConfig, type PollingConfig } from "../logic/polling-strategy.js";
 import { defaultTimeoutMs, resolveWatchdogConfig, type WatchdogConfig } from "../logic/watchdog-schedule.js";
 import { intOption } from "../int-option.js";
+import { resolveRateLimit, type RateLimit } from "../logic/rate-limit.js";
+import { validateQueueName } from "../enqueue-input.js";
 import {
   clusterOptionKeys,
   resolveClusterOptions,
@@ -30,6 +32,11 @@ export interface RuntimeOptions extends ClusterOptions {
   resources?: Record<string, number>;
   /** How long a job waits when its resource is saturated (ms). Default 5000. */
   permitRetryDelayMs?: number;
+  /**
+   * Per-queue rate limits: at most `limit` attempts of the queue's jobs start in any window of `perMs`,
+   * across the cluster (`{ mail: { limit: 100, perMs: 60_000 } }`; docs/rate-limits.md).
+   */
+  queueRateLimits?: Record<string, { limit: number; perMs: number }>;
   /** A claimed job that waited longer than this in the local buffer is re-checked for cancellation (ms). Default 1000. */
   cancelRecheckMs?: number;
 }
@@ -41,6 +48,8 @@ export interface ResolvedRuntimeOptions {
   polling: PollingConfig;
   breakerFor: (service: string) => BreakerConfig;
   resources: ReadonlyMap<string, number>;
+  /** Per-queue rate limits. */
+  queueRateLimits: ReadonlyMap<string, RateLimit>;
   permitRetryDelayMs: number;
   cancelRecheckMs: number;
   /** Heartbeats, failure detection, leases, clock skew, recurring jobs, pruning. */
@@ -56,6 +65,7 @@ export const runtimeOptionKeys = [
   "breakers",
   "resources",
   "permitRetryDelayMs",
+  "queueRateLimits",
   "cancelRecheckMs",
   ...clusterOptionKeys,
 ] as const;
@@ -82,6 +92,27 @@ export function resolveRuntimeOptions(
   for (const [name, cap] of Object.entries(o.resources ?? {})) {
     resources.set(name, intOption(`resources.${name}`, cap, 0, 1_000_000));
   }
+  const queueRateLimits = new Map<string, RateLimit>();
+  const qrl: unknown = o.queueRateLimits;
+  if (qrl !== undefined) {
+    if (typeof qrl !== "object" || qrl === null || Array.isArray(qrl)) {
+      throw new ValidationError(
+        "INVALID_CONFIG",
+        "queueRateLimits must be an object of queue name -> { limit, perMs }",
+      );
+    }
+    for (const [queue, limit] of Object.entries(qrl as Record<string, unknown>)) {
+      try {
+        validateQueueName(queue);
+      } catch (error) {
+        throw new ValidationError("INVALID_CONFIG", `queueRateLimits: ${(error as Error).message}`);
+      }
+      queueRateLimits.set(
+        queue,
+        resolveRateLimit(`queueRateLimits.${queue}`, limit, false, "INVALID_CONFIG"),
+      );
+    }
+  }
   if (o.watchdog !== undefined && (typeof o.watchdog !== "object" || o.watchdog === null)) {
     throw new ValidationError("INVALID_CONFIG", "watchdog must be an object");
   }
@@ -91,6 +122,7 @@ export function resolveRuntimeOptions(
     polling: resolvePollingConfig(polling),
     breakerFor: (service) => perService.get(service) ?? base,
     resources,
+    queueRateLimits,
     permitRetryDelayMs: intOption("permitRetryDelayMs", o.permitRetryDelayMs ?? 5000, 0, 2 ** 31 - 1),
     cancelRecheckMs: intOption("cancelRecheckMs", o.cancelRecheckMs ?? 1000, 0, 2 ** 31 - 1),
     cluster: resolveClusterOptions(o),

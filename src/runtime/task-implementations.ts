@@ -25,6 +25,7 @@ import { pollingStrategyLogic } from "../machines/polling-strategy-actor.js";
 import { watchdogMachine } from "../machines/watchdog-machine.js";
 import { watchdogSchedule, type WatchdogStep } from "../logic/watchdog-schedule.js";
 import { contextServices } from "../composition/signals.js";
+import type { RateGate } from "./rate-gate.js";
 
 /** Batches per-job reads (payload loads, cancellation checks) that arrive in the same tick into one query. */
 function batcher<T>(
@@ -66,6 +67,8 @@ export interface TaskHost {
   readonly breakers: Pick<BreakerGate, "decide" | "admit">;
   /** Traces attempts (src/runtime/attempt-tracer.ts); null without tracing. */
   readonly tracer: AttemptTracer | null;
+  /** The node's rate-limit admission. */
+  readonly rates: Pick<RateGate, "limited" | "keysOf" | "admit">;
   /** The attempt a slot runs. */
   runOf(slot: number): JobRun | undefined;
   /** The attempt of a job in flight on this node. */
@@ -90,6 +93,7 @@ export function taskImplementations(host: TaskHost) {
   const send = (run: JobRun, event: JobTaskEvent) => host.sendToSlot(run.slot, event);
   // What a handler's ctx.waitForSignal() and ctx.flow() read, and where a "wait" outcome parks the job.
   const services = contextServices(store, host.nodeId, host.outcomes, events);
+  const { rates } = host;
 
   const settle = (run: JobRun, outcome: TaskOutcome) => {
     if (run.settled) return; // the watchdog or shutdown ended this attempt already
@@ -201,20 +205,34 @@ export function taskImplementations(host: TaskHost) {
           },
         );
       },
+      admitRate: (_, slot) => {
+        const run = runOf(slot);
+        if (run) {
+          rates.admit(run, (admitted, retryInMs) => send(run, { type: "ADMISSION", admitted, retryInMs }));
+        }
+      },
       runHandler: (_, slot) => {
         const run = runOf(slot);
         if (run) runHandler(run);
       },
       requestCancellation: (_, slot) => runOf(slot)?.ctx?.abort("the job was canceled"),
       // The validator is user code: it runs as an action, and `payloadInvalid` reads its verdict.
+      // The rate-limit keys come from the payload too: a key function that fails costs this job alone.
       validatePayload: (_, slot) => {
         const run = runOf(slot);
-        if (!run?.type.validate) return;
-        try {
-          runValidator(run.type.type, run.type.validate, run.payload);
-        } catch (error) {
-          run.invalid = toError(error);
+        if (!run) return;
+        if (run.type.validate) {
+          try {
+            runValidator(run.type.type, run.type.validate, run.payload);
+          } catch (error) {
+            run.invalid = toError(error);
+            return;
+          }
         }
+        if (!rates.limited(run.type, run.claimed.queue)) return;
+        const keys = rates.keysOf(run.type, run.claimed.queue, run.payload);
+        if (keys instanceof Error) run.invalid = keys;
+        else run.rateKeys = keys;
       },
       // May spawn the service's breaker on first use; `breakerOpen` reads the decision it keeps.
       decideBreaker: (_, slot) => {
@@ -240,6 +258,7 @@ export function taskImplementations(host: TaskHost) {
           run.type.service === undefined &&
           run.type.resource === undefined &&
           run.type.validate === undefined &&
+          !rates.limited(run.type, run.claimed.queue) &&
           clock.now() - run.claimedAt < options.cancelRecheckMs
         );
       },
@@ -248,6 +267,7 @@ export function taskImplementations(host: TaskHost) {
         return !!run && (run.cancelRequested || clock.now() - run.claimedAt >= options.cancelRecheckMs);
       },
       needsPermit: (_, slot) => runOf(slot)?.type.resource !== undefined,
+      needsRateLimit: (_, slot) => (runOf(slot)?.rateKeys?.length ?? 0) > 0,
       breakerOpen: (_, slot) => runOf(slot)?.breaker?.allowed === false,
       payloadInvalid: (_, slot) => (runOf(slot)?.invalid ?? null) !== null,
     },

@@ -76,6 +76,11 @@ export interface PruneStore {
     batchSize: number,
     now?: Date | null,
   ): Promise<number>;
+  /**
+   * Deletes rate-limit starts that left their window, and the keys idle for more than a window with none
+   * left (payload keys come and go); returns the keys deleted. Optional: a store without rate limits.
+   */
+  pruneRateLimits?(): Promise<number>;
 }
 
 /** scheduler_recurring: the schedules of recurring jobs and their next fires. */

@@ -13,8 +13,9 @@ import {
 import type { Queryable, Tables } from "./sql.js";
 
 /** Filters for listing and purging dead jobs. */
-export interface DeadLetterFilter {
-  type?: string;
+export interface DeadLetterFilter<K extends string = string> {
+  /** Only jobs of this type (with a task map: one of its names, and the jobs listed are typed by it). */
+  type?: K;
   /** Only jobs that died before this time (purge). */
   before?: Date;
   /** At most this many (list; default 50, at most 1000). */

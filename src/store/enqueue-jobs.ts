@@ -10,8 +10,12 @@ import { asDatabaseUnavailable } from "./connection-failure.js";
 import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
-/** A job returned by enqueue: `inserted` is false when a live job with the same unique key was returned. */
-export type EnqueuedJob<P = unknown> = Job<P> & { inserted: boolean };
+/**
+ * A job returned by enqueue: `inserted` is false when a live job with the same unique key was returned.
+ * `K` is its type's name as the call gave it, so `pawl.waitFor(job)` knows the job type (and, with a task
+ * map, its result).
+ */
+export type EnqueuedJob<P = unknown, K extends string = string> = Job<P> & { inserted: boolean; type: K };
 
 /** A schema's insert statements: plain, and with a pg_notify folded in. */
 interface InsertStatements {

@@ -11,6 +11,8 @@ import type { NodeRegistry } from "../logic/explain-facts.js";
 import type { Job } from "./job-row.js";
 import { pauseTable } from "./pause-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
+import { rateWindowsSql } from "./rate-limit-sql.js";
+import { queueRateKey, typeRateKey } from "../logic/rate-limit.js";
 
 /** The most node rows one explain reads (oldest first). */
 export const maxExplainNodes = 200;
@@ -66,6 +68,7 @@ interface Raw {
   pauses: { kind: "queue" | "type"; name: string; paused_at: string; paused_by: string | null }[];
   permits: RawPermits[];
   deps: { id: string; flow_step: string | null; type: string; status: string }[];
+  rate_windows: { key: string; limit: number; per_ms: number; used: number; open_at: string | null }[];
 }
 
 const statement = (t: Tables) =>
@@ -88,7 +91,8 @@ const statement = (t: Tables) =>
           SELECT id::text AS id, flow_step, type, status FROM ${t.jobs}
           WHERE $4::bigint IS NOT NULL AND flow_id = $4::bigint AND $5::bigint = ANY(flow_next)
             AND status NOT IN ('SUCCEEDED', 'DEAD', 'CANCELED')
-          ORDER BY id LIMIT 100) d) AS deps`,
+          ORDER BY id LIMIT 100) d) AS deps,
+       (SELECT coalesce(json_agg(w), '[]') FROM (${rateWindowsSql(t, "$6::text[]", "now()")}) w) AS rate_windows`,
   );
 
 /**
@@ -114,6 +118,7 @@ export async function readExplainFacts(
       job.type,
       waitsForFlow ? job.flowId : null,
       job.id,
+      [queueRateKey(job.queue), typeRateKey(job.type)],
     ]),
   );
   const raw = res.rows[0] as Raw;
@@ -142,6 +147,13 @@ export async function readExplainFacts(
       pausedBy: p.paused_by,
     })),
     permits,
+    rateWindows: raw.rate_windows.map((w) => ({
+      key: w.key,
+      limit: w.limit,
+      perMs: w.per_ms,
+      used: w.used,
+      openAt: w.open_at === null ? null : new Date(w.open_at),
+    })),
     dependencies,
     deadNodeThresholdMs: timings.deadNodeThresholdMs,
     orphanSweepIntervalMs: timings.orphanSweepIntervalMs,

@@ -1,88 +1,14 @@
 /**
- * The job as users see it, and the mapping from a scheduler_job_queue row. Ids are bigints in the
+ * The mapping from a scheduler_job_queue row to the job as users see it (src/job.ts). Ids are bigints in the
  * database and strings in JavaScript, so they never lose precision.
  */
+import type { Job, JobErrorRecord, JobStatus } from "../job.js";
 import { jobTableColumns, type JobTableColumn } from "./finished-sql.js";
+import { timestamptzMs } from "./claim-row-types.js";
 
-/**
- * The statuses a job can be in. A retry is PENDING again with a later scheduled time. WAITING (a flow step
- * whose dependencies have not finished, a flow's completion job, or a job parked by ctx.waitForSignal) and
- * PAUSED (pawl.pauseJob, or a paused queue or job type) are never claimed (docs/composition.md).
- */
-export type JobStatus = "PENDING" | "RUNNING" | "SUCCEEDED" | "CANCELED" | "DEAD" | "WAITING" | "PAUSED";
-
-/** All statuses, in lifecycle order. */
-export const jobStatuses: readonly JobStatus[] = [
-  "WAITING",
-  "PAUSED",
-  "PENDING",
-  "RUNNING",
-  "SUCCEEDED",
-  "CANCELED",
-  "DEAD",
-];
-
-/** One failed attempt, as kept in the job's `errors` (the newest 20 are kept). */
-export interface JobErrorRecord {
-  /** The attempt that failed (1-based). */
-  attempt: number;
-  /** When it was recorded (database time, ISO 8601). */
-  at: string;
-  /** The error's name (its class), or the kind of failure: timeout, node-lost, non-error. */
-  name: string;
-  /** The error's message. */
-  message: string;
-  /** The stack, when there was one (trimmed). */
-  stack?: string;
-  /** What else the thrown value carried (own fields, an Error's `cause`), bounded; cycles as "[Circular]". */
-  details?: unknown;
-}
-
-/** A job. */
-export interface Job<P = unknown> {
-  /** The job id (a bigint, as a decimal string). */
-  id: string;
-  type: string;
-  queue: string;
-  payload: P;
-  /** Raw priority, 0 to 100; higher runs first. */
-  priority: number;
-  status: JobStatus;
-  /** When the job becomes (or became) due. */
-  scheduledTime: Date;
-  /** Attempts started so far, including a running one. */
-  attempts: number;
-  maxAttempts: number;
-  /** The per-job timeout, or null for the type's (or the runtime's) default. */
-  timeoutMs: number | null;
-  /** The node that holds (or last held) the job. */
-  pickedBy: string | null;
-  pickedAt: Date | null;
-  uniqueKey: string | null;
-  errors: JobErrorRecord[];
-  /** The newest error's message, or null. */
-  lastError: string | null;
-  /** The handler's return value, for SUCCEEDED jobs. */
-  result: unknown;
-  /** Why the job was canceled, when it was. */
-  cancelReason: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-  finishedAt: Date | null;
-  /** The flow (chain, batch or workflow) the job belongs to, as a member or as its completion job. */
-  flowId?: string | null;
-  /** The job's name in its flow (null for a flow's completion job and for ordinary jobs). */
-  flowStep?: string | null;
-  /** For a WAITING job: whether it waits for a signal or for its flow dependencies. */
-  waitingFor?: "signal" | "dependencies" | null;
-  /** For a PAUSED job: what holds it (pawl.pauseJob, or a queue or job type pause). */
-  pausedBy?: "job" | "queue" | "type" | null;
-  /**
-   * The newest value the handler reported with `ctx.progress(value)` (a number 0-100 or small JSON), kept
-   * after the job ends; null when it never reported any (migration 0006).
-   */
-  progress?: unknown;
-}
+// The job's own types live in src/job.ts, where pure logic can name them too; the store's readers take
+// them from here with the row mapping.
+export { jobStatuses, type Job, type JobErrorRecord, type JobStatus } from "../job.js";
 
 /** The columns of scheduler_job_queue, as pg returns them. */
 export interface JobRow {
@@ -135,6 +61,19 @@ export function jobColumns(alias?: string): string {
   return rowColumns.map((c) => p + c).join(", ");
 }
 
+/**
+ * A `timestamptz` column as a Date. pg gives a Date; a caller's own client behind a SqlClient adapter may
+ * not (drizzle's node-postgres driver turns pg's timestamp parsing off and returns the text), and the rows
+ * its transaction returns (an enqueue's, a flow's members) are read here too.
+ */
+function asDate(value: Date | string): Date {
+  return typeof value === "string" ? new Date(timestamptzMs(value)) : value;
+}
+
+function asDateOrNull(value: Date | string | null): Date | null {
+  return value === null ? null : asDate(value);
+}
+
 /** Maps a row to a {@link Job}. */
 export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
   // `errors` is always an array in rows pawl writes; a row written by another client or by hand may hold
@@ -148,20 +87,20 @@ export function jobFromRow<P = unknown>(row: JobRow): Job<P> {
     payload: row.payload as P,
     priority: row.priority,
     status: row.status,
-    scheduledTime: row.scheduled_time,
+    scheduledTime: asDate(row.scheduled_time),
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     timeoutMs: row.timeout_ms,
     pickedBy: row.picked_by,
-    pickedAt: row.picked_at,
+    pickedAt: asDateOrNull(row.picked_at),
     uniqueKey: row.unique_key,
     errors,
     lastError: lastErrorMessage(last),
     result: row.result,
     cancelReason: row.cancel_reason,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    finishedAt: row.finished_at,
+    createdAt: asDate(row.created_at),
+    updatedAt: asDate(row.updated_at),
+    finishedAt: asDateOrNull(row.finished_at),
     flowId: row.flow_id ?? null,
     flowStep: row.flow_step ?? null,
     waitingFor:

@@ -23,6 +23,8 @@ import type { ClusterStore } from "./cluster-store.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
 import type { JobCount, ListJobsFilter } from "./read-jobs.js";
 import type { Queryable } from "./sql.js";
+import type { RateAdmission, RateWindow } from "./rate-limit-sql.js";
+import type { RateKey } from "../logic/rate-limit.js";
 import type { FlowStore, PauseStore, SignalStore } from "./composition-store.js";
 
 /** The jobs' lifecycle: insert, claim, finish, cancel, read. */
@@ -88,6 +90,18 @@ export interface PermitStore {
   releasePermit(resource: string, jobId: string): Promise<void>;
 }
 
+/** Cluster-wide rate limits: an exact sliding log of starts per key (src/store/rate-limit-sql.ts). */
+export interface RateLimitStore {
+  /**
+   * Admits one attempt of `jobId` under every key of `keys`, or under none: admitted when each key has
+   * fewer than its `limit` starts in the last `perMs` (store time), and then a start is recorded for each.
+   * A refusal answers when the windows have room again. `now` replaces the store's clock (tests only).
+   */
+  admitRate(keys: readonly RateKey[], jobId: string, now?: Date): Promise<RateAdmission>;
+  /** The windows of `keys` (every key when omitted, at most 200), as of `now` (the store's clock). Reads only. */
+  rateWindows(keys?: readonly string[], now?: Date): Promise<RateWindow[]>;
+}
+
 /** What a transaction of the gateway hands out, and the store's own housekeeping. */
 export interface TransactionStore {
   /**
@@ -119,6 +133,7 @@ export interface JobStore
     JobLifecycleStore,
     DeadLetterStore,
     PermitStore,
+    RateLimitStore,
     FlowStore,
     SignalStore,
     PauseStore,
@@ -126,11 +141,12 @@ export interface JobStore
     ClusterStore {}
 
 /**
- * What a node's runtime needs from the store: claim, finish, cancel checks, permits, and a running job's
+ * What a node's runtime needs from the store: claim, finish, cancel checks, permits, rate limits, and a running job's
  * view of its flow and signal (read, park). The in-memory twin implements exactly this.
  */
 export type NodeStore = JobLifecycleStore &
   PermitStore &
+  RateLimitStore &
   Pick<FlowStore, "readComposition"> &
   Pick<SignalStore, "park">;
 

@@ -11,6 +11,7 @@ import { listPermits } from "./explain-sql.js";
 import { readOverview, type Overview, type OverviewBounds } from "./overview-sql.js";
 import type { RecurringRow } from "./recurring-sql.js";
 import { listSchedulePage } from "./schedule-page-sql.js";
+import { searchJobs, type JobSearchFilter, type JobSearchPage } from "./job-search-sql.js";
 import type { Queryable, Tables } from "./sql.js";
 
 /** Bounded reads for operators' views. */
@@ -27,6 +28,8 @@ export interface OperatorReads {
   schedules(page?: { afterName?: string; limit?: number }): Promise<RecurringRow[]>;
   /** The held permits of every resource (a count and the first holders). */
   permits(): Promise<Record<string, ExplainPermits>>;
+  /** Jobs whose payload contains a text, within one bounded window of rows (job-search-sql.ts). */
+  searchJobs(filter: JobSearchFilter): Promise<JobSearchPage>;
 }
 
 /** {@link OperatorReads} on PostgreSQL. */
@@ -58,5 +61,9 @@ export class PostgresOperatorReads implements OperatorReads {
 
   permits(): Promise<Record<string, ExplainPermits>> {
     return listPermits(this.db, this.t);
+  }
+
+  searchJobs(filter: JobSearchFilter): Promise<JobSearchPage> {
+    return searchJobs(this.db, this.t, filter);
   }
 }

@@ -14,16 +14,13 @@
  */
 import { insertFinishedSql } from "./finished-sql.js";
 import { named, type Queryable, type Tables } from "./sql.js";
+import type { JobEventInfo } from "../events.js";
 
-/** A job recovered from a dead node. */
-export interface RecoveredJob {
-  id: string;
-  type: string;
-  queue: string;
-  priority: number;
-  /** The attempt that was lost (it counts as failed). */
-  attempt: number;
-  maxAttempts: number;
+/**
+ * A job recovered from a dead node: the fields every job event carries (its `attempt` is the attempt that
+ * was lost, which counts as failed), with where it went and who held it.
+ */
+export interface RecoveredJob extends JobEventInfo {
   /** PENDING (due at once) or DEAD (that was its last attempt). */
   status: "PENDING" | "DEAD";
   /** The node that held it. */

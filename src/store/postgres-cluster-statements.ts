@@ -31,6 +31,7 @@ import {
 import { recoverNodeRows, recoverOrphans, type RecoveredJob } from "./orphan-sql.js";
 import { releaseNodePermits } from "./permits.js";
 import { pruneBatch, type PrunableStatus } from "./prune-sql.js";
+import { pruneRateLimits } from "./rate-limit-sql.js";
 import {
   advanceRecurring,
   claimDueRecurring,
@@ -155,6 +156,10 @@ export abstract class PostgresClusterStatements
     now: Date | null = null,
   ): Promise<number> {
     return pruneBatch(this.db, this.tables, status, retentionMs, batchSize, now);
+  }
+
+  pruneRateLimits(): Promise<number> {
+    return pruneRateLimits(this.db, this.tables);
   }
 
   // Recurring schedules.

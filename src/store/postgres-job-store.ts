@@ -65,6 +65,8 @@ import {
   type PauseRow,
 } from "./pause-sql.js";
 import { acquirePermit, releasePermit } from "./permits.js";
+import { admitRate, rateWindows, type RateAdmission, type RateWindow } from "./rate-limit-sql.js";
+import type { RateKey } from "../logic/rate-limit.js";
 import {
   countJobs,
   getJob,
@@ -259,6 +261,16 @@ export class PostgresJobStore extends PostgresClusterStatements implements JobSt
 
   releasePermit(resource: string, jobId: string): Promise<void> {
     return releasePermit(this.pool, this.tables, resource, jobId);
+  }
+
+  // Rate limits: admissions take their own transaction on the pool (they lock their keys' rows).
+
+  admitRate(keys: readonly RateKey[], jobId: string, now?: Date): Promise<RateAdmission> {
+    return admitRate(this.pool, this.tables, keys, jobId, now);
+  }
+
+  rateWindows(keys?: readonly string[], now?: Date): Promise<RateWindow[]> {
+    return rateWindows(this.db, this.tables, keys, now);
   }
 
   // Flows.

@@ -23,32 +23,15 @@ export interface RecurringRow {
   updatedAt: Date;
 }
 
-/** What {@link upsertRecurring} writes. */
-export interface NewRecurring {
-  name: string;
-  cron: string;
-  timezone: string;
-  type: string;
+/**
+ * What {@link upsertRecurring} writes: a schedule's own fields, with the payload as JSON text and
+ * `nextFireAt` the first fire, used when the row is new or its cron or time zone changed.
+ */
+export interface NewRecurring extends Pick<
+  RecurringRow,
+  "name" | "cron" | "timezone" | "type" | "priority" | "missedFirePolicy" | "nextFireAt"
+> {
   payloadJson: string;
-  priority: number | null;
-  missedFirePolicy: MissedFirePolicy;
-  /** The first fire, used when the row is new or its cron or time zone changed. */
-  nextFireAt: Date;
-}
-
-interface RawRecurring {
-  name: string;
-  cron: string;
-  timezone: string;
-  type: string;
-  payload: unknown;
-  priority: number | null;
-  missed_fire_policy: MissedFirePolicy;
-  next_fire_at: Date;
-  last_fired_at: Date | null;
-  enabled: boolean;
-  created_at: Date;
-  updated_at: Date;
 }
 
 /** The qualified table name. */
@@ -56,23 +39,11 @@ export function recurringTable(t: Tables): string {
   return `${t.s}.scheduler_recurring`;
 }
 
+// The columns as RecurringRow names them, so a row needs no mapping (pg returns timestamptz as Date).
 const columns =
-  "name, cron, timezone, type, payload, priority, missed_fire_policy, next_fire_at, last_fired_at, enabled, created_at, updated_at";
-
-const toRow = (r: RawRecurring): RecurringRow => ({
-  name: r.name,
-  cron: r.cron,
-  timezone: r.timezone,
-  type: r.type,
-  payload: r.payload,
-  priority: r.priority,
-  missedFirePolicy: r.missed_fire_policy,
-  nextFireAt: r.next_fire_at,
-  lastFiredAt: r.last_fired_at,
-  enabled: r.enabled,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
+  'name, cron, timezone, type, payload, priority, missed_fire_policy AS "missedFirePolicy", ' +
+  'next_fire_at AS "nextFireAt", last_fired_at AS "lastFiredAt", enabled, created_at AS "createdAt", ' +
+  'updated_at AS "updatedAt"';
 
 /**
  * Creates or updates a schedule. Re-registering the same cron and time zone (every node does it at boot)
@@ -81,7 +52,7 @@ const toRow = (r: RawRecurring): RecurringRow => ({
  */
 export async function upsertRecurring(db: Queryable, t: Tables, r: NewRecurring): Promise<RecurringRow> {
   const table = recurringTable(t);
-  const res = await db.query<RawRecurring>(
+  const res = await db.query<RecurringRow>(
     named(
       t,
       "recurring_upsert",
@@ -96,7 +67,7 @@ export async function upsertRecurring(db: Queryable, t: Tables, r: NewRecurring)
        RETURNING ${columns}`,
     )([r.name, r.cron, r.timezone, r.type, r.payloadJson, r.priority, r.missedFirePolicy, r.nextFireAt]),
   );
-  return toRow(res.rows[0] as RawRecurring);
+  return res.rows[0] as RecurringRow;
 }
 
 /** Deletes a schedule; returns whether it existed. Children already enqueued are left alone. */
@@ -109,10 +80,10 @@ export async function deleteRecurring(db: Queryable, t: Tables, name: string): P
 
 /** Every schedule, by name. */
 export async function listRecurring(db: Queryable, t: Tables): Promise<RecurringRow[]> {
-  const res = await db.query<RawRecurring>(
+  const res = await db.query<RecurringRow>(
     named(t, "recurring_list", `SELECT ${columns} FROM ${recurringTable(t)} ORDER BY name`)([]),
   );
-  return res.rows.map(toRow);
+  return res.rows;
 }
 
 /**
@@ -130,7 +101,7 @@ export async function claimDueRecurring(
     named(t, "recurring_now", "SELECT coalesce($1::timestamptz, now()) AS now")([now]),
   );
   const databaseTime = (clock.rows[0] as { now: Date }).now;
-  const res = await db.query<RawRecurring>(
+  const res = await db.query<RecurringRow>(
     named(
       t,
       "recurring_claim",
@@ -141,7 +112,7 @@ export async function claimDueRecurring(
        FOR UPDATE SKIP LOCKED`,
     )([limit, databaseTime]),
   );
-  return { rows: res.rows.map(toRow), databaseTime };
+  return { rows: res.rows, databaseTime };
 }
 
 /** Moves a claimed schedule to its next fire, recording the fire that was enqueued (if any). */

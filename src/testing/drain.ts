@@ -10,8 +10,8 @@ import { PawlError } from "../errors.js";
 import type { Pawl } from "../pawl.js";
 import type { ClaimedJob } from "../store/claim-jobs.js";
 import { registeredTypes } from "./internals.js";
-import type { PawlTasks, TaskName } from "../task-map.js";
-import { runAttempt, type AttemptResult } from "./run-attempt.js";
+import type { PawlTasks, TaskName, UntypedTasks } from "../task-map.js";
+import { runAttempt, type TypedAttemptResult } from "./run-attempt.js";
 
 /** Options of {@link drain}. */
 export interface DrainOptions<Tasks = PawlTasks> {
@@ -24,8 +24,8 @@ export interface DrainOptions<Tasks = PawlTasks> {
   now?: Date;
 }
 
-/** What {@link drain} did. */
-export interface DrainResult {
+/** What {@link drain} did (its attempts typed by the task map of the Pawl it drained). */
+export interface DrainResult<Tasks = PawlTasks> {
   /** Attempts that succeeded. */
   succeeded: number;
   /** Attempts that failed: `retried + dead`. */
@@ -39,7 +39,7 @@ export interface DrainResult {
   /** Jobs canceled while they ran (their outcome was discarded). */
   canceled: number;
   /** Every attempt, in the order run. */
-  jobs: AttemptResult[];
+  jobs: TypedAttemptResult<Tasks>[];
 }
 
 const claimBatch = 500;
@@ -63,7 +63,7 @@ const claimBatch = 500;
 export async function drain<Tasks extends object>(
   pawl: Pawl<Tasks>,
   options: DrainOptions<Tasks> = {},
-): Promise<DrainResult> {
+): Promise<DrainResult<Tasks>> {
   const registered = registeredTypes(pawl);
   const types = options.types ? [...options.types] : [...registered.keys()];
   for (const t of types) {
@@ -74,7 +74,7 @@ export async function drain<Tasks extends object>(
       );
     }
   }
-  const result: DrainResult = {
+  const result: DrainResult<UntypedTasks> = {
     succeeded: 0,
     failed: 0,
     retried: 0,
@@ -83,7 +83,8 @@ export async function drain<Tasks extends object>(
     canceled: 0,
     jobs: [],
   };
-  if (types.length === 0) return result;
+  // The attempts are the runtime's, untyped; the task map only says what their results are.
+  if (types.length === 0) return result as unknown as DrainResult<Tasks>;
   const nodeId = `pawl-testing-drain-${randomBytes(4).toString("hex")}`;
   const now = options.now ?? (await pawl.store.databaseTime());
 
@@ -119,5 +120,5 @@ export async function drain<Tasks extends object>(
     if (next < claimed.length && rest.length > 0) await pawl.store.reschedule(nodeId, rest).catch(() => {});
   }
   result.failed = result.retried + result.dead;
-  return result;
+  return result as unknown as DrainResult<Tasks>;
 }

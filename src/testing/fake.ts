@@ -171,9 +171,13 @@ export function fake<T, Tasks extends object>(
   };
 
   const restore = patchEnqueue(client, "fake", () => ({
-    enqueue: async <P = unknown>(type: string, payload?: P, options?: EnqueueOptions) => {
+    enqueue: async <P = unknown, K extends string = string>(
+      type: K,
+      payload?: P,
+      options?: EnqueueOptions,
+    ) => {
       const job = build(type, payload, options);
-      return record(job, options ?? {}, options?.client !== undefined) as EnqueuedJob<P>;
+      return record(job, options ?? {}, options?.client !== undefined) as EnqueuedJob<P, K>;
     },
     enqueueMany: async (items: readonly EnqueueItem[], options: { client?: SqlClient } = {}) => {
       if (!Array.isArray(items))

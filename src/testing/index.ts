@@ -30,7 +30,7 @@ export { inline } from "./inline.js";
 export type { InlineMode, InlineOptions } from "./inline.js";
 export { drain } from "./drain.js";
 export type { DrainOptions, DrainResult } from "./drain.js";
-export type { AttemptResult, AttemptStatus } from "./run-attempt.js";
+export type { AttemptResult, AttemptStatus, TypedAttemptResult } from "./run-attempt.js";
 export type { PayloadMatcher, PayloadPattern } from "./match.js";
 export { embeddedDatabase, embeddedPawl } from "./embedded.js";
 export type { EmbeddedPawl } from "./embedded.js";

@@ -22,7 +22,7 @@ import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import { asQueryable, type SqlClient } from "../store/sql.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
 import type { PawlTasks } from "../task-map.js";
-import { runAttempt, type AttemptResult } from "./run-attempt.js";
+import { runAttempt, type AttemptResult, type TypedAttemptResult } from "./run-attempt.js";
 
 /** Options of {@link inline}. */
 export interface InlineOptions {
@@ -36,12 +36,12 @@ export interface InlineOptions {
   maxDepth?: number;
 }
 
-/** What {@link inline} returns. */
-export interface InlineMode {
+/** What {@link inline} returns (its attempts typed by the task map of the Pawl it runs). */
+export interface InlineMode<Tasks = PawlTasks> {
   /** Every attempt run so far, in order. */
-  readonly results: readonly AttemptResult[];
+  readonly results: readonly TypedAttemptResult<Tasks>[];
   /** Runs the jobs of transactions that have committed since they enqueued; returns their attempts. */
-  flush(): Promise<AttemptResult[]>;
+  flush(): Promise<TypedAttemptResult<Tasks>[]>;
   /** Flushes, then puts the instance's own enqueue methods back. Idempotent. */
   restore(): Promise<void>;
 }
@@ -62,7 +62,7 @@ const depth = new AsyncLocalStorage<number>();
  * at the next flush). The handler gets a real JobContext (attempt 1 for a new job, the deadline of its
  * timeout, `JobContext.current()`), and its outcome is recorded by the runtime's own rules: a failure is
  * retried or sent DEAD exactly as on a node, and a Snooze leaves the job PENDING. The retried job is not
- * run again: call {@link drain} with `now` to run it. Circuit breakers and resource permits are not
+ * run again: call {@link drain} with `now` to run it. Circuit breakers, resource permits and rate limits are not
  * consulted.
  *
  * @example
@@ -76,7 +76,7 @@ const depth = new AsyncLocalStorage<number>();
  * await mode.restore();
  * ```
  */
-export function inline<Tasks extends object>(pawl: Pawl<Tasks>, options?: InlineOptions): InlineMode;
+export function inline<Tasks extends object>(pawl: Pawl<Tasks>, options?: InlineOptions): InlineMode<Tasks>;
 /**
  * Runs `block` with jobs run inline, then flushes and restores (also when `block` throws).
  *
@@ -92,14 +92,14 @@ export function inline<Tasks extends object>(pawl: Pawl<Tasks>, options?: Inline
  */
 export function inline<T, Tasks extends object = PawlTasks>(
   pawl: Pawl<Tasks>,
-  block: (mode: InlineMode) => T | Promise<T>,
+  block: (mode: InlineMode<Tasks>) => T | Promise<T>,
   options?: InlineOptions,
 ): Promise<T>;
 export function inline<T, Tasks extends object>(
   pawl: Pawl<Tasks>,
-  blockOrOptions?: ((mode: InlineMode) => T | Promise<T>) | InlineOptions,
+  blockOrOptions?: ((mode: InlineMode<Tasks>) => T | Promise<T>) | InlineOptions,
   maybeOptions?: InlineOptions,
-): InlineMode | Promise<T> {
+): InlineMode<Tasks> | Promise<T> {
   const block = typeof blockOrOptions === "function" ? blockOrOptions : undefined;
   const opts = (typeof blockOrOptions === "function" ? maybeOptions : blockOrOptions) ?? {};
   const unregistered = opts.unregistered ?? "throw";
@@ -188,16 +188,20 @@ export function inline<T, Tasks extends object>(
   };
 
   const unpatch = patchEnqueue(pawl, "inline", (original) => ({
-    enqueue: async <P = unknown>(type: string, payload?: P, options?: EnqueueOptions) => {
+    enqueue: async <P = unknown, K extends string = string>(
+      type: K,
+      payload?: P,
+      options?: EnqueueOptions,
+    ) => {
       check([type]);
       if (options?.client !== undefined) {
-        const job = await original.enqueue<P>(type, payload, options);
+        const job = await original.enqueue<P, K>(type, payload, options);
         await remember(options.client, [job]);
         return job;
       }
       await flush();
-      const [job] = await runJobs([await original.enqueue<P>(type, payload, options)]);
-      return job as EnqueuedJob<P>;
+      const [job] = await runJobs([await original.enqueue<P, K>(type, payload, options)]);
+      return job as EnqueuedJob<P, K>;
     },
     enqueueMany: async (items: readonly EnqueueItem[], options: { client?: SqlClient } = {}) => {
       if (Array.isArray(items)) check(items.map((i) => (i as { type?: unknown } | null)?.type as string));
@@ -212,7 +216,8 @@ export function inline<T, Tasks extends object>(
   }));
 
   let restoring: Promise<void> | null = null;
-  const mode: InlineMode = {
+  // The attempts are the runtime's, untyped; the task map only says what their results are.
+  const mode = {
     results,
     flush,
     restore() {
@@ -225,7 +230,7 @@ export function inline<T, Tasks extends object>(
       })();
       return restoring;
     },
-  };
+  } as unknown as InlineMode<Tasks>;
   if (!block) return mode;
   return (async () => {
     try {

@@ -4,7 +4,7 @@
  * steps (soft warning, cancellation request, hard timeout) fire on the instance's clock, and the outcome
  * goes through the runtime's own `finishAttempt()`: retry or DEAD, backoff, error records and events are
  * decided by the same code as in production. What is left out is what only matters between many jobs on a
- * node: circuit breakers and resource permits are not consulted.
+ * node: circuit breakers, resource permits and rate limits are not consulted.
  */
 import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "../events.js";
 import { runValidator } from "../enqueue-input.js";
@@ -19,6 +19,7 @@ import type { JobType } from "../runtime/registry.js";
 import type { ClaimedJob } from "../store/claim-jobs.js";
 import { DirectWriter } from "./direct-writer.js";
 import { runtimeOptionsOf, type AnyPawl } from "./internals.js";
+import type { PawlTasks, TaskName, TaskResult } from "../task-map.js";
 
 /**
  * How an attempt run by inline() or drain() ended, as recorded in the store:
@@ -52,6 +53,21 @@ export interface AttemptResult {
   /** Whether the attempt hit its deadline. */
   timedOut: boolean;
 }
+
+/**
+ * An {@link AttemptResult} as inline() and drain() report it for a `Pawl<Tasks>`: with a task map, a union
+ * over its job types, each with its `result` type, so narrowing on `type` types `result`. Without a map,
+ * an AttemptResult.
+ *
+ * @example
+ * ```ts
+ * const [r] = (await drain(pawl)).jobs;
+ * if (r?.type === "email.send" && r.status === "succeeded") r.result?.messageId;
+ * ```
+ */
+export type TypedAttemptResult<Tasks = PawlTasks, K extends string = TaskName<Tasks>> = K extends unknown
+  ? Omit<AttemptResult, "type" | "result"> & { type: K; result?: TaskResult<Tasks, K> }
+  : never;
 
 const outcomeEvents = new Set<PawlEventName>([
   "job:succeeded",

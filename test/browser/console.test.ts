@@ -189,6 +189,15 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
     await shot("jobs");
     await page.click('a[rel="next"]');
     await expect(page.locator("tbody tr").count()).resolves.toBeGreaterThan(0);
+    // Text in the payload, from the filter form: one of the 60 has {"i": 42}.
+    await open("/jobs?type=report.build", "jobs");
+    await page.fill('input[name="text"]', '"i": 42');
+    await page.click('form.filters button[type="submit"]');
+    await page.waitForURL(/text=/);
+    await expect(page.locator("tbody tr").count()).resolves.toBe(1);
+    await expect(page.locator("p.note").textContent()).resolves.toMatch(
+      /Searched the payloads of \d+ jobs: 1 found/,
+    );
 
     const opened = node.events.next("breaker:change", (e) => e.service === "pay-api" && e.to === "OPEN");
     await node.enqueue("ledger.sync", {});

@@ -9,7 +9,8 @@
  *
  * Environment: DATABASE_URL, PAWL_SCHEMA, PAWL_NODE_ID, PAWL_CONCURRENCY (read by createPawl), and
  * NODE_OPTIONS_JSON: extra createPawl options plus `graceMs` for the stop. The fault tests add
- * PAWL_FAULT_KIT, PAWL_FAULT_SCHEDULE, PAWL_RECORDS_URL and PAWL_PROBE_TYPE / PAWL_PROBE_PEER_TYPE (below).
+ * PAWL_FAULT_KIT, PAWL_FAULT_SCHEDULE, PAWL_RECORDS_URL and PAWL_PROBE_TYPE / PAWL_PROBE_PEER_TYPE (below);
+ * the rate-limit test PAWL_RATE_LIMIT, the waitFor test PAWL_OUTCOME_KIT.
  */
 import { performance } from "node:perf_hooks";
 import pg from "pg";
@@ -56,6 +57,26 @@ pawl.register("work", async (payload: { sleepMs?: number }, ctx) => {
   ]);
 });
 
+// PAWL_RATE_LIMIT (rate-limit.test.ts): a JSON { limit, perMs } for the `rated` type, whose handler
+// records its own start time (this process's clock) in `<schema>.rate_runs`. The refusals are counted
+// (from the node's memory, and by the store) and printed as a `rate-limited` line at stop.
+const refusals = { local: 0, store: 0 };
+if (process.env.PAWL_RATE_LIMIT) {
+  pawl.on("job:rate-limited", (e) => refusals[e.local ? "local" : "store"]++);
+  const rateLimit = JSON.parse(process.env.PAWL_RATE_LIMIT) as { limit: number; perMs: number };
+  pawl.register(
+    "rated",
+    async (_payload, ctx) => {
+      const at = Date.now();
+      await records.query(
+        `INSERT INTO "${schema}".rate_runs (job_id, node_id, handler_ms) VALUES ($1, $2, $3)`,
+        [ctx.jobId, ctx.nodeId, at],
+      );
+    },
+    { rateLimit },
+  );
+}
+
 // PAWL_FAULT_KIT=1 (test/cluster/fault-*.test.ts): more of pawl in use at once. `pwork` holds a permit
 // of the `slots` resource, `tick` is the child of a recurring schedule every second, `sig` parks until the
 // test signals it; chains of `work` are enqueued by the test. Each records its run like `work`. The
@@ -88,6 +109,30 @@ if (faultKit) {
   pawl.on("wakeup", (e) => {
     if (e.source === "coordinator" && e.hint)
       say({ event: "wakeup", at: Date.now(), target: e.hint.target ?? null, source: e.hint.source });
+  });
+}
+
+// PAWL_OUTCOME_KIT=1 (wait-for-processes.test.ts): job types that end each way a waiter can see.
+// `outcome.ok` waits `sleepMs` and returns `{ i }` (SUCCEEDED), `outcome.fail` throws with one attempt
+// (DEAD), `outcome.hold` runs until the test cancels it (CANCELED; its attempt ends when the signal
+// aborts, at the latest after 60 s so a lost cancel cannot hang the stop).
+if (process.env.PAWL_OUTCOME_KIT === "1") {
+  pawl.register("outcome.ok", async (p: { i: number; sleepMs?: number }) => {
+    if (p.sleepMs) await new Promise((resolve) => setTimeout(resolve, p.sleepMs));
+    return { i: p.i };
+  });
+  pawl.register(
+    "outcome.fail",
+    async (p: { i: number }) => {
+      throw new Error(`outcome.fail ${p.i}`);
+    },
+    { maxAttempts: 1 },
+  );
+  pawl.register("outcome.hold", async (_p, ctx) => {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, 60_000);
+      ctx.signal.addEventListener("abort", () => resolve(clearTimeout(timer)), { once: true });
+    });
   });
 }
 
@@ -138,6 +183,7 @@ process.on("SIGTERM", () => {
   void (async () => {
     await pawl.stop({ graceMs });
     if (metrics) say({ event: "metrics", text: await metrics.metrics() });
+    if (process.env.PAWL_RATE_LIMIT) say({ event: "rate-limited", ...refusals });
     clearInterval(keepAlive);
     await pawl.close();
     await records.end();

@@ -18,7 +18,7 @@ afterAll(async () => {
 
 describeStoreContract("postgres", async () => {
   await pool.query(
-    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_resource_permit`,
+    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_resource_permit, "${schema}".scheduler_rate_limit CASCADE`,
   );
   return { store };
 });

@@ -1,6 +1,6 @@
 /**
  * The in-memory twin of the store gateway: the {@link NodeStore} slice a node's runtime uses (claim,
- * payloads, outcomes, cancel, permits, a job's composition row and park), on a Map, with time from an
+ * payloads, outcomes, cancel, permits, rate limits, a job's composition row and park), on a Map, with time from an
  * injected clock. It lets the runtime be tested with `ManualClock` and no database.
  *
  * It follows the SQL's rules where the runtime can tell: claims take due PENDING rows of the given types
@@ -21,6 +21,8 @@ import type { Job, JobErrorRecord, JobStatus } from "../../src/store/job-row.js"
 import type { NodeStore } from "../../src/store/job-store.js";
 import type { JobCount, ListJobsFilter } from "../../src/store/read-jobs.js";
 import type { Park } from "../../src/store/signal-sql.js";
+import type { RateKey } from "../../src/logic/rate-limit.js";
+import type { RateAdmission, RateWindow } from "../../src/store/rate-limit-sql.js";
 
 /** Statuses that hold a unique key (the partial unique index of migration 0001). */
 const keyHolding: ReadonlySet<JobStatus> = new Set(["PENDING", "RUNNING"]);
@@ -35,6 +37,9 @@ export class InMemoryJobStore implements NodeStore {
   readonly jobs = new Map<string, Job>();
   /** Held permits: resource -> job id -> node id. */
   readonly permits = new Map<string, Map<string, string>>();
+  /** Rate-limit logs: key -> admitted start times (ms), and each key's last limit. */
+  readonly rateLogs = new Map<string, number[]>();
+  private readonly rateLimits = new Map<string, { limit: number; perMs: number }>();
   /** How many claim calls were made (tests wait on the runtime's polls through it). */
   claims = 0;
   private nextId = 1n;
@@ -226,6 +231,43 @@ export class InMemoryJobStore implements NodeStore {
 
   async releasePermit(resource: string, jobId: string): Promise<void> {
     this.permits.get(resource)?.delete(jobId);
+  }
+
+  async admitRate(keys: readonly RateKey[], _jobId: string, now?: Date): Promise<RateAdmission> {
+    if (keys.length === 0) return { admitted: true, retryInMs: 0, keys: [] };
+    const t = (now ?? this.now()).getTime();
+    const sorted = [...keys].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    // As the SQL: each key's starts in (t - perMs, t]; admitted when every key has room, then one start each.
+    const windows = sorted.map((k) => {
+      const log = (this.rateLogs.get(k.key) ?? []).filter((s) => s > t - k.perMs);
+      this.rateLogs.set(k.key, log);
+      this.rateLimits.set(k.key, { limit: k.limit, perMs: k.perMs });
+      const full = log.length >= k.limit;
+      const opening = full ? (log.slice().sort((a, b) => a - b)[log.length - k.limit] ?? t) + k.perMs : t;
+      return { key: k.key, used: log.length, limit: k.limit, full, openInMs: full ? opening - t : 0 };
+    });
+    const admitted = windows.every((w) => !w.full);
+    if (admitted) {
+      for (const w of windows) {
+        this.rateLogs.get(w.key)?.push(t);
+        w.used++;
+      }
+    }
+    const retryInMs = admitted ? 0 : Math.max(0, ...windows.map((w) => w.openInMs));
+    return { admitted, retryInMs, keys: windows };
+  }
+
+  async rateWindows(keys?: readonly string[], now?: Date): Promise<RateWindow[]> {
+    const t = (now ?? this.now()).getTime();
+    return [...this.rateLimits]
+      .filter(([key]) => keys === undefined || keys.includes(key))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, { limit, perMs }]) => {
+        const log = (this.rateLogs.get(key) ?? []).filter((s) => s > t - perMs).sort((a, b) => a - b);
+        const oldest = log[0];
+        const openAt = log.length >= limit && oldest !== undefined ? new Date(oldest + perMs) : null;
+        return { key, limit, perMs, used: log.length, openAt };
+      });
   }
 
   async readComposition(jobId: string): Promise<JobCompositionRow | null> {

@@ -164,5 +164,50 @@ export function describeStoreContract(name: string, fresh: () => Promise<StoreUn
       await store.complete("n1", [{ id: q, resultJson: null }]);
       expect(await store.acquirePermit("db", r, "n1", 1)).toBe(true);
     });
+
+    it("admits at most `limit` starts of a key in any window of perMs, and answers the next opening", async () => {
+      const at = (ms: number) => new Date(t0 + ms);
+      const k = [{ key: "type:a", limit: 2, perMs: 1000 }];
+      expect((await store.admitRate(k, "1", at(0))).admitted).toBe(true);
+      const second = await store.admitRate(k, "2", at(100));
+      expect(second).toEqual({
+        admitted: true,
+        retryInMs: 0,
+        keys: [{ key: "type:a", used: 2, limit: 2, full: false, openInMs: 0 }],
+      });
+      // Full: the window has room again when the start at 0 leaves it, at 1000.
+      const refused = await store.admitRate(k, "3", at(200));
+      expect(refused).toEqual({
+        admitted: false,
+        retryInMs: 800,
+        keys: [{ key: "type:a", used: 2, limit: 2, full: true, openInMs: 800 }],
+      });
+      // The window is (now - perMs, now]: at 1000 the start at 0 is out of it, the one at 100 still in.
+      expect((await store.admitRate(k, "3", at(1000))).admitted).toBe(true);
+      const again = await store.admitRate(k, "4", at(1050));
+      expect([again.admitted, again.retryInMs]).toEqual([false, 50]);
+      expect(await store.rateWindows(["type:a"], at(1050))).toEqual([
+        { key: "type:a", limit: 2, perMs: 1000, used: 2, openAt: at(1100) },
+      ]);
+      expect(await store.rateWindows(["type:a"], at(2100))).toEqual([
+        { key: "type:a", limit: 2, perMs: 1000, used: 0, openAt: null },
+      ]);
+    });
+
+    it("admits under several keys all or none, and waits for the last of their openings", async () => {
+      const at = (ms: number) => new Date(t0 + ms);
+      const queue = { key: "queue:mail", limit: 1, perMs: 5000 };
+      const type = { key: "type:a", limit: 3, perMs: 1000 };
+      expect((await store.admitRate([type, queue], "1", at(0))).admitted).toBe(true);
+      const refused = await store.admitRate([type, queue], "2", at(10));
+      expect([refused.admitted, refused.retryInMs]).toEqual([false, 4990]);
+      expect(refused.keys.map((w) => [w.key, w.used, w.full])).toEqual([
+        ["queue:mail", 1, true],
+        ["type:a", 1, false],
+      ]);
+      // The refusal recorded nothing under the key that had room.
+      expect((await store.rateWindows(["type:a"], at(10)))[0]?.used).toBe(1);
+      expect((await store.admitRate([type], "3", at(20))).keys[0]?.used).toBe(2);
+    });
   });
 }

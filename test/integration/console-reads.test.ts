@@ -9,6 +9,7 @@ import { NonRetryableError, type Pawl } from "../../src/index.js";
 import { listFlowPage, readFlowGraph } from "../../src/store/flow-page-sql.js";
 import { readOverview } from "../../src/store/overview-sql.js";
 import { listSchedulePage } from "../../src/store/schedule-page-sql.js";
+import { searchJobs } from "../../src/store/job-search-sql.js";
 import { tablesFor, type Tables } from "../../src/store/sql.js";
 import { layoutFlowGraph } from "../../observability/console/flow-graph.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
@@ -135,5 +136,51 @@ describe("flows and schedules", () => {
     expect(first[0]!.nextFireAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
     const next = await listSchedulePage(pool, t, { limit: 2, afterName: "nightly" });
     expect(next.map((s) => s.name)).toEqual(["weekly"]);
+  });
+});
+
+describe("searchJobs", () => {
+  it("finds text in payloads, newest first, within a bounded window that the next page continues", async () => {
+    const type = "search.doc";
+    // A finished job is found too (the view of both tables).
+    const node = testNode(schema);
+    node.register("search.done", async () => ({}));
+    await node.start();
+    const done = await node.enqueue("search.done", { note: "acme, finished" });
+    await node.events.next("job:succeeded", (e) => e.job.id === done.id);
+    await node.close();
+    // Ids from 996 on: the 12 cross 999 -> 1000, so an order by the id's text ("999" > "1000") shows.
+    await pool.query(`SELECT setval(pg_get_serial_sequence('${t.jobs}', 'id'), 995)`);
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const payload = i % 3 === 0 ? { note: `Invoice ${i} for ACME` } : { note: `receipt ${i}`, pct: "100%" };
+      ids.push((await client.enqueue(type, payload)).id);
+    }
+
+    const all = await searchJobs(pool, t, { text: "acme", type });
+    expect(all.jobs.map((j) => j.id)).toEqual([ids[9], ids[6], ids[3], ids[0]]);
+    expect(all.next).toBeNull();
+    expect(all.scanned).toBeGreaterThan(13); // every job of the table, whatever its type
+    expect((await searchJobs(pool, t, { text: "ACME", type: "search.done" })).jobs.map((j) => j.id)).toEqual([
+      done.id,
+    ]);
+
+    // A window of 5 rows reads the newest 5, ids[11]..ids[7]: one hit; the next page goes on below ids[7].
+    const first = await searchJobs(pool, t, { text: "acme", type, scan: 5 });
+    expect(first).toMatchObject({ scanned: 5, next: ids[7] });
+    expect(first.jobs.map((j) => j.id)).toEqual([ids[9]]);
+    const second = await searchJobs(pool, t, { text: "acme", type, scan: 5, beforeId: first.next! });
+    expect(second.jobs.map((j) => j.id)).toEqual([ids[6], ids[3]]);
+    // A full page continues below its last hit.
+    const full = await searchJobs(pool, t, { text: "acme", type, limit: 2 });
+    expect(full.jobs.map((j) => j.id)).toEqual([ids[9], ids[6]]);
+    expect(full.next).toBe(ids[6]);
+
+    // % and _ are plain characters; bad text is refused before any read.
+    expect((await searchJobs(pool, t, { text: "0%", type })).jobs).toHaveLength(8);
+    expect((await searchJobs(pool, t, { text: "%%", type })).jobs).toHaveLength(0);
+    for (const text of ["", "x".repeat(201), "a\0b"]) {
+      await expect(searchJobs(pool, t, { text, type })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+    }
   });
 });

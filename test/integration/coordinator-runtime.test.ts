@@ -115,6 +115,31 @@ describe("postgres coordinator and the caller's transaction", () => {
   });
 });
 
+describe("postgres coordinator on the caller's own pool", () => {
+  it("listens on the pool's database when no connectionString is given", async () => {
+    // The pool names the test database; the default URL (and the postgres coordinator's LISTEN, before
+    // this was fixed) names the `postgres` database, where no notify from the test database arrives.
+    const ownPool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+    ownPool.on("error", () => {});
+    try {
+      const type = `pooled-${randomBytes(3).toString("hex")}`;
+      const b = await idleReceiver("postgres", (n) => n.register(type, async () => "done"));
+      const pooled = node("postgres", { connectionString: undefined, pool: ownPool });
+      pooled.register(type, async () => "done");
+      const firstPoll = pooled.events.next("poll");
+      await pooled.start();
+      await firstPoll;
+      const woken = pooled.events.next("wakeup", (e) => e.source === "coordinator", 5000);
+      await b.enqueue(type, {}, { priority: "critical" });
+      const w = await woken;
+      expect(w.hint).toMatchObject({ target: type });
+    } finally {
+      for (const n of nodes.splice(0)) await n.close();
+      await ownPool.end();
+    }
+  });
+});
+
 describe("a coordinator that cannot connect", () => {
   it("never blocks start or enqueue, and jobs still run by polling", async () => {
     const n = node("amqp://guest:guest@127.0.0.1:1", { pollIntervalMs: 50 });

@@ -8,7 +8,7 @@ import type pg from "pg";
 import { NonRetryableError, type Pawl, type PawlClient } from "../../src/index.js";
 import { upsertHeartbeat } from "../../src/store/node-sql.js";
 import { tablesFor } from "../../src/store/sql.js";
-import type { ExplainReason } from "../../src/logic/explain.js";
+import { describeReason, type ExplainReason } from "../../src/logic/explain.js";
 import { main } from "../../src/cli/main.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
@@ -253,6 +253,26 @@ describe("pawl.explain on a real database", () => {
       held: 1,
       holders: [{ jobId: holder.id, nodeId: n.nodeId }],
     });
+  });
+
+  it("its type's rate limit window is full: rate limited until the window's next opening", async () => {
+    const n = await node((x) =>
+      x.register("x.rate", async () => "ok", { rateLimit: { limit: 1, perMs: 600_000 } }),
+    );
+    const first = await client.enqueue("x.rate", {});
+    await n.events.next("job:succeeded", (e) => e.job.id === first.id);
+    const waiting = await client.enqueue("x.rate", {});
+    await n.events.next("job:rescheduled", (e) => e.job.id === waiting.id && e.reason === "rate-limit");
+    await beat(n);
+    const e = await client.explain(waiting.id);
+    expect(kinds(e.reasons)).toEqual(["scheduled", "rate-limited"]);
+    const r = e.reasons[1] as Extract<ExplainReason, { kind: "rate-limited" }>;
+    expect(r).toMatchObject({ key: "type:x.rate", limit: 1, perMs: 600_000, used: 1 });
+    expect(r.until.getTime()).toBeGreaterThan(Date.now() + 500_000);
+    expect(describeReason(r, e.at)).toMatch(
+      /^rate limited until .* \(in 9m \d+s\): "type:x.rate" had 1 of 1 starts in the last 10m 0s$/,
+    );
+    await client.cancel(waiting.id);
   });
 
   it("a due job a live node runs: runnable, no reason", async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore, type Pawl, type PawlClient } from "../../src/index.js";
+import { JobStore, type JobStatus, type Pawl, type PawlClient } from "../../src/index.js";
 import { jobTableColumns } from "../../src/store/finished-sql.js";
 import { pruneBatch } from "../../src/store/prune-sql.js";
 import { tablesFor } from "../../src/store/sql.js";
@@ -85,6 +85,15 @@ describe("finished rows", () => {
       [b!.id, "DEAD"],
       [a!.id, "SUCCEEDED"],
     ]);
+    // A status filter reads the table that holds the status, or both for a mix.
+    const c = await pawl.enqueue("fin.a", {});
+    const ids = async (status: JobStatus | JobStatus[]) =>
+      (await pawl.listJobs({ type: "fin.a", status })).map((j) => j.id);
+    expect(await ids("DEAD")).toEqual([b!.id]);
+    expect(await ids(["SUCCEEDED", "DEAD"])).toEqual([b!.id, a!.id]);
+    expect(await ids("PENDING")).toEqual([c.id]);
+    expect(await ids(["PENDING", "SUCCEEDED"])).toEqual([c.id, a!.id]);
+    await pawl.cancel(c.id);
     expect((await pawl.dlq.list({ type: "fin.a" })).map((j) => j.id)).toEqual([b!.id]);
     expect(await store.counts()).toContainEqual({ status: "DEAD", type: "fin.a", count: 1 });
 

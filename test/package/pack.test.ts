@@ -36,6 +36,7 @@ const optionalPeers = [
   "@electric-sql/pglite",
   "@electric-sql/pglite-socket",
   "@opentelemetry/api",
+  "@statelyai/inspect",
   "amqplib",
   "hazelcast-client",
   "pg-listen",
@@ -309,11 +310,11 @@ export const coordinator: Promise<Coordinator> = createCoordinator("none", {
     expect(wrong.stdout).toContain("TS2322");
   });
 
-  it("names prom-client when pawl/observability is imported without it, then scrapes metrics once installed", async () => {
+  it("names prom-client when pawl/observability is imported without it, then scrapes metrics once installed, and names @statelyai/inspect for the Stately bridge", async () => {
     writeFileSync(
       join(app, "metrics.mjs"),
       `import { createPawl } from "pawl";
-const { createMetrics } = await import("pawl/observability");
+const { createMetrics, connectStatelyInspector } = await import("pawl/observability");
 const pawl = createPawl({ connectionString: process.env.DATABASE_URL, schema: process.argv[2] });
 await pawl.migrate();
 const metrics = createMetrics(pawl);
@@ -324,6 +325,9 @@ await pawl.enqueue("pack.metrics", {});
 await succeeded;
 const text = await metrics.metrics();
 metrics.close();
+// The Stately bridge's package is not installed: connecting names it (stderr, so stdout stays the scrape).
+const stately = await connectStatelyInspector(pawl).then(() => "connected", (e) => \`\${e.code} \${e.message}\`);
+process.stderr.write(\`stately: \${stately}\\n\`);
 await pawl.stop();
 await pawl.close();
 process.stdout.write(text);
@@ -336,7 +340,11 @@ process.stdout.write(text);
 
     const prom = repoPackage.devDependencies["prom-client"];
     await ok("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", `prom-client@${prom}`], app);
-    const text = (await node("metrics.mjs", schema)).stdout;
+    const run = await node("metrics.mjs", schema);
+    const text = run.stdout;
+    expect(run.stderr).toContain(
+      'stately: MISSING_DEPENDENCY the Stately inspector bridge (connectStatelyInspector) needs the package "@statelyai/inspect"',
+    );
     expect(text).toContain("# TYPE pawl_jobs_started_total counter");
     expect(text).toMatch(/pawl_job_outcomes_total\{[^}]*type="pack\.metrics"[^}]*\} 1/);
   });

@@ -120,6 +120,78 @@ export async function reading(id: string): Promise<void> {
   void wrong;
 }
 
+export async function listing(): Promise<void> {
+  const emails = await typed.listJobs({ type: "email.send", status: "SUCCEEDED" });
+  const to: string | undefined = emails[0]?.payload.to;
+  const messageId: string | undefined = emails[0]?.result?.messageId;
+  // @ts-expect-error a type filter narrows the jobs (email.send's payload has no n)
+  const n: number | undefined = emails[0]?.payload.n;
+  // @ts-expect-error a misspelled type filter
+  await typed.listJobs({ type: "email.sned" });
+  const all = await typed.listJobs({ status: "DEAD" });
+  for (const job of all) {
+    if (job.type === "report.build") {
+      const pages: number | null = job.result;
+      // @ts-expect-error narrowing a listed job on type types its result (a number)
+      const text: string | null = job.result;
+      void pages;
+      void text;
+    }
+  }
+  const dead = await client.dlq.list({ type: "import.row" });
+  const row: number | undefined = dead[0]?.payload.n;
+  // @ts-expect-error a misspelled type filter on the dead letter queue
+  await typed.dlq.list({ type: "import.rows" });
+  // @ts-expect-error a misspelled type to purge
+  await typed.dlq.purge({ type: "import.rows" });
+  void to;
+  void messageId;
+  void n;
+  void row;
+}
+
+export async function waiting(id: string): Promise<void> {
+  const job = await typed.enqueue("email.send", { to: "a@b.c" });
+  const done = await typed.waitFor(job, { timeoutMs: 1000 });
+  const messageId: string | undefined = done.result?.messageId;
+  // @ts-expect-error waitFor on enqueue's job knows its type (the result's messageId is a string)
+  const wrong: number | undefined = done.result?.messageId;
+  const byId = await typed.waitFor(id);
+  const type: "email.send" | "cache.flush" | "report.build" | "import.row" | "import.done" = byId.type;
+  const named = await typed.waitFor<"report.build">(id);
+  const pages: number | null = named.result;
+  // A job read as an untyped Job still waits (typed as any of the map's types).
+  const read = (await untyped.getJob(id))!;
+  await typed.waitFor(read);
+  void messageId;
+  void wrong;
+  void type;
+  void pages;
+}
+
+export function listening(): void {
+  typed.on("job:dead", ({ job, reason }) => {
+    const t: "email.send" | "cache.flush" | "report.build" | "import.row" | "import.done" = job.type;
+    // @ts-expect-error an event's job type is one of the map's names
+    const other: "email.sent" = job.type;
+    void t;
+    void other;
+    void reason;
+  });
+  typed.on("claim", ({ jobs }) => {
+    // @ts-expect-error claimed jobs' types are the map's names
+    if (jobs[0]?.type === "nope") return;
+  });
+  typed.on("recurring:fired", ({ type }) => {
+    // @ts-expect-error a fired schedule's type is one of the map's names
+    if (type === "nope") return;
+  });
+  untyped.on("job:dead", ({ job }) => {
+    const t: string = job.type;
+    if (t === "anything") return;
+  });
+}
+
 export async function testingHelpers(): Promise<void> {
   const recorder = fake(typed);
   recorder.assertEnqueued("email.send", { to: "a@b.c" });
@@ -134,6 +206,21 @@ export async function testingHelpers(): Promise<void> {
   // @ts-expect-error a misspelled type in drain's types
   await drain(typed, { types: ["email.sendd"] });
   await inline(typed, async () => typed.enqueue("cache.flush"));
+  const { jobs } = await drain(typed);
+  const attempt = jobs[0];
+  if (attempt?.type === "email.send") {
+    const m: string | undefined = attempt.result?.messageId;
+    // @ts-expect-error drain's attempts are typed by the map (messageId is a string)
+    const wrongResult: number | undefined = attempt.result?.messageId;
+    void m;
+    void wrongResult;
+  }
+  const mode = inline(typed);
+  for (const r of mode.results) {
+    // @ts-expect-error inline's attempts name the map's types
+    if (r.type === "email.sent") continue;
+  }
+  await mode.restore();
   void to;
 }
 

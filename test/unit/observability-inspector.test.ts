@@ -336,6 +336,7 @@ describe("pawl inspect helpers", () => {
       nodeId: "n1",
       running: true,
       at: "2030-01-01T00:00:00.000Z",
+      rateLimits: [],
       busy: [
         {
           slot: 0,
@@ -362,6 +363,20 @@ describe("pawl inspect helpers", () => {
       "coordinator: transport=none connected=false",
     ]);
     expect(renderActors({ ...view, tree: null })).toContain("has not started");
+    const limited = renderActors(
+      {
+        ...view,
+        rateLimits: [
+          { key: "type:api", openAt: 3500, closed: true, refused: 12 },
+          { key: "type:old", openAt: 500, closed: false, refused: 1 },
+        ],
+      },
+      1000,
+    ).split("\n");
+    expect(limited.slice(3, 5)).toEqual([
+      "rate limits closed: 1 key",
+      "  type:api  opens 1970-01-01T00:00:03Z (in 2.5 s)  refused 12",
+    ]);
     expect(
       renderEvent({
         type: "@xstate.event",

@@ -184,6 +184,7 @@ describe("counting the runtime's events", () => {
     events.emit("job:canceled", { job: t });
     events.emit("job:rescheduled", { job: t, reason: "breaker", delayMs: 5 });
     events.emit("job:rescheduled", { job: t, reason: "permit", delayMs: 5 });
+    events.emit("job:rescheduled", { job: t, reason: "rate-limit", delayMs: 5 });
     events.emit("job:rescheduled", { job: t, reason: "shutdown", delayMs: 0 });
     events.emit("job:waiting", { job: t, timeoutMs: null });
     events.emit("job:lost", { job: t, outcome: "success" });
@@ -206,6 +207,7 @@ describe("counting the runtime's events", () => {
       canceled: 1,
       rescheduled_breaker: 1,
       rescheduled_permit: 1,
+      rescheduled_rate_limit: 1,
       rescheduled_shutdown: 1,
       waiting: 1,
       lost: 1,
@@ -218,6 +220,32 @@ describe("counting the runtime's events", () => {
     expect(s.get(key("pawl_watchdog_soft_warnings_total", { type: "t" }))).toBe(1);
     expect(s.get(key("pawl_watchdog_cancel_requests_total", { type: "t" }))).toBe(1);
     expect(s.get(key("pawl_watchdog_hard_timeouts_total", { type: "t" }))).toBe(2);
+  });
+
+  it("rate limits: refusals by type and full key (payload keys as one value), window usage", async () => {
+    const { events, source } = fakeNode();
+    const m = metricsOf(source);
+    const t = job("api.call");
+    events.emit("job:rate-limited", { job: t, keys: ["type:api.call"], retryInMs: 5, local: false });
+    events.emit("job:rate-limited", {
+      job: t,
+      keys: ["type:api.call", "queue:q"],
+      retryInMs: 5,
+      local: true,
+    });
+    events.emit("job:rate-limited", { job: t, keys: ["key:tenant-1"], retryInMs: 5, local: true });
+    events.emit("job:rate-limited", { job: t, keys: ["key:tenant-2"], retryInMs: 5, local: false });
+    const w = { type: "api.call", full: false, openInMs: 0 };
+    events.emit("rate-limit:window", { ...w, key: "type:api.call", used: 7, limit: 50 });
+    events.emit("rate-limit:window", { ...w, key: "type:api.call", used: 9, limit: 50 });
+    events.emit("rate-limit:window", { ...w, key: "key:tenant-1", used: 1, limit: 2 });
+    const s = await scrape(m);
+    expect(s.get(key("pawl_rate_limited_total", { type: "api.call", key: "type:api.call" }))).toBe(2);
+    expect(s.get(key("pawl_rate_limited_total", { type: "api.call", key: "queue:q" }))).toBe(1);
+    expect(s.get(key("pawl_rate_limited_total", { type: "api.call", key: "key:*" }))).toBe(2);
+    expect(s.get(key("pawl_rate_limit_window_used", { key: "type:api.call" }))).toBe(9);
+    expect(s.get(key("pawl_rate_limit_window_limit", { key: "type:api.call" }))).toBe(50);
+    expect([...s.keys()].some((k) => k.includes("tenant"))).toBe(false);
   });
 
   it("breakers, the coordinator's link, cluster events and runtime errors", async () => {

@@ -28,7 +28,7 @@ describe("task map types", () => {
     type Enqueue = typeof _pawl.enqueue<unknown, "email.send">;
     expectTypeOf<Parameters<Enqueue>[0]>().toEqualTypeOf<"email.send">();
     expectTypeOf<Parameters<Enqueue>[1]>().toEqualTypeOf<{ to: string }>();
-    expectTypeOf<Awaited<ReturnType<Enqueue>>>().toEqualTypeOf<EnqueuedJob<{ to: string }>>();
+    expectTypeOf<Awaited<ReturnType<Enqueue>>>().toEqualTypeOf<EnqueuedJob<{ to: string }, "email.send">>();
     type GetJob = typeof _pawl.getJob<"email.send">;
     expectTypeOf<Awaited<ReturnType<GetJob>>>().toEqualTypeOf<TypedJob<Tasks, "email.send"> | null>();
     expectTypeOf<TypedJob<Tasks, "email.send">["result"]>().toEqualTypeOf<{ messageId: string } | null>();

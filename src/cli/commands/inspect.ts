@@ -31,6 +31,8 @@ interface ActorsJson {
     job: { id: string; type: string; attempt: number };
     watchdog: { phase: string; deadline: number | null; remainingMs: number | null };
   }[];
+  /** Rate-limit keys the node remembers as closed (absent from an older node). */
+  rateLimits?: { key: string; openAt: number; closed: boolean; refused: number }[];
   tree: ActorJson | null;
 }
 
@@ -71,6 +73,15 @@ export function renderActors(view: ActorsJson, now = Date.now()): string {
     lines.push(
       `  ${b.actor}  job ${b.job.id} (${b.job.type}, attempt ${b.job.attempt})  step ${cell(b.step, 40)}  watchdog ${wd.phase}, ${deadline}`,
     );
+  }
+  const closed = (view.rateLimits ?? []).filter((k) => k.closed);
+  if (closed.length > 0) {
+    lines.push(`rate limits closed: ${plural(closed.length, "key")}`);
+    for (const k of closed) {
+      lines.push(
+        `  ${cell(k.key, 60)}  opens ${iso(new Date(k.openAt))} (${inSeconds(k.openAt - now)})  refused ${k.refused}`,
+      );
+    }
   }
   lines.push("");
   lines.push(describeActor(view.tree));

@@ -18,6 +18,18 @@ function registry(over: Partial<NodeRegistry> = {}): NodeRegistry {
   };
 }
 
+/** The mail type with a rate limit (`keyed`: by a key function). */
+function limitedMail(keyed: boolean): NodeRegistry["types"][number] {
+  return {
+    type: "mail",
+    queue: null,
+    service: null,
+    resource: null,
+    timeoutMs: null,
+    rateLimit: { limit: 50, perMs: 1000, keyed },
+  };
+}
+
 function node(nodeId: string, over: Partial<ExplainNode> = {}): ExplainNode {
   return { nodeId, alive: true, heartbeatAt: at(-1000), ageMs: 1000, registry: registry(), ...over };
 }
@@ -264,6 +276,59 @@ const table: [string, ExplainFacts, string, Partial<ExplainReason>[]][] = [
     [],
   ],
   [
+    "its type's rate limit window is full: rate limited until the opening",
+    facts({
+      nodes: [node("a", { registry: registry({ types: [limitedMail(false)] }) })],
+      rateWindows: [{ key: "type:mail", limit: 50, perMs: 1000, used: 50, openAt: at(300) }],
+    }),
+    "blocked",
+    [{ kind: "rate-limited", key: "type:mail", limit: 50, used: 50, until: at(300) }],
+  ],
+  [
+    "its queue's rate limit window is full",
+    facts({
+      nodes: [
+        node("a", { registry: registry({ queueRateLimits: { default: { limit: 5, perMs: 60_000 } } }) }),
+      ],
+      rateWindows: [{ key: "queue:default", limit: 5, perMs: 60_000, used: 5, openAt: at(20_000) }],
+    }),
+    "blocked",
+    [{ kind: "rate-limited", key: "queue:default", until: at(20_000) }],
+  ],
+  [
+    "a rate limit window with room",
+    facts({
+      nodes: [node("a", { registry: registry({ types: [limitedMail(false)] }) })],
+      rateWindows: [{ key: "type:mail", limit: 50, perMs: 1000, used: 49, openAt: null }],
+    }),
+    "runnable",
+    [],
+  ],
+  [
+    "a full window whose opening has passed",
+    facts({
+      nodes: [node("a", { registry: registry({ types: [limitedMail(false)] }) })],
+      rateWindows: [{ key: "type:mail", limit: 50, perMs: 1000, used: 50, openAt: at(0) }],
+    }),
+    "runnable",
+    [],
+  ],
+  [
+    "a full window of a limit no live node applies any more",
+    facts({ rateWindows: [{ key: "type:mail", limit: 50, perMs: 1000, used: 50, openAt: at(300) }] }),
+    "runnable",
+    [],
+  ],
+  [
+    "a limit keyed by the payload: explain cannot tell the key, so it says nothing",
+    facts({
+      nodes: [node("a", { registry: registry({ types: [limitedMail(true)] }) })],
+      rateWindows: [{ key: "type:mail", limit: 50, perMs: 1000, used: 50, openAt: at(300) }],
+    }),
+    "runnable",
+    [],
+  ],
+  [
     "a live node that publishes nothing: no claim about nodes",
     facts({ nodes: [node("old", { registry: null })], job: { scheduledTime: at(1000) } }),
     "blocked",
@@ -313,6 +378,7 @@ describe("explainJob", () => {
         "paused",
         "permits-exhausted",
         "queue-full",
+        "rate-limited",
         "running",
         "scheduled",
         "waiting-dependencies",

@@ -15,6 +15,7 @@ interface Gates {
   needsCancelCheck?: boolean;
   breakerOpen?: boolean;
   needsPermit?: boolean;
+  needsRateLimit?: boolean;
   payloadInvalid?: boolean;
 }
 
@@ -36,6 +37,7 @@ function task(gates: Gates = {}) {
   const loadPayload = effect("loadPayload");
   const checkCancellation = effect("checkCancellation");
   const acquirePermit = effect("acquirePermit");
+  const admitRate = effect("admitRate");
   const runHandler = effect("runHandler");
   const requestCancellation = effect("requestCancellation");
   const admitBreaker = effect("admitBreaker");
@@ -48,6 +50,7 @@ function task(gates: Gates = {}) {
     needsCancelCheck: gate("needsCancelCheck"),
     breakerOpen: gate("breakerOpen"),
     needsPermit: gate("needsPermit"),
+    needsRateLimit: gate("needsRateLimit"),
     payloadInvalid: gate("payloadInvalid"),
   };
   const machine = jobTaskMachine.provide({
@@ -55,6 +58,7 @@ function task(gates: Gates = {}) {
       loadPayload,
       checkCancellation,
       acquirePermit,
+      admitRate,
       runHandler,
       requestCancellation,
       admitBreaker,
@@ -74,6 +78,7 @@ function task(gates: Gates = {}) {
       loadPayload,
       checkCancellation,
       acquirePermit,
+      admitRate,
       runHandler,
       requestCancellation,
       admitBreaker,
@@ -270,6 +275,57 @@ describe("job task: the lazy path and the gates", () => {
       "runHandler",
     ]);
     expect(t.finish).not.toHaveBeenCalled();
+  });
+
+  it("needsRateLimit -> admitting; ADMISSION refused finishes rate-limited with retryInMs, never runs", () => {
+    const t = task({ needsRateLimit: true });
+    t.actor.send({ type: "START", job: job() });
+    expect(t.value()).toBe("admitting");
+    expect(t.effects.admitRate.mock.calls[0]?.[1]).toBe(SLOT);
+    t.actor.send({ type: "ADMISSION", admitted: false, retryInMs: 740 });
+    expect(t.value()).toBe("idle");
+    expect(t.outcomes()).toEqual([{ kind: "rate-limited", delayMs: 740 }]);
+    expect(t.effects.runHandler).not.toHaveBeenCalled();
+  });
+
+  it("the rate limit is asked last: after the breaker and the permit, then ADMISSION admitted runs", () => {
+    const t = task({ needsPermit: true, needsRateLimit: true });
+    t.actor.send({ type: "START", job: job({ resource: "gpu", service: "smtp" }) });
+    expect(t.value()).toBe("acquiringPermit");
+    t.actor.send({ type: "ADMISSION", admitted: true, retryInMs: 0 }); // not listened to yet: ignored
+    expect(t.value()).toBe("acquiringPermit");
+    t.actor.send({ type: "PERMIT", granted: true, retryInMs: 0 });
+    expect(t.value()).toBe("admitting");
+    t.actor.send({ type: "ADMISSION", admitted: true, retryInMs: 0 });
+    expect(t.value()).toBe("running");
+    expect(t.log).toEqual([
+      "validatePayload",
+      "decideBreaker",
+      "admitBreaker",
+      "acquirePermit",
+      "admitRate",
+      "runHandler",
+    ]);
+  });
+
+  it("a denied permit or an open breaker never asks the rate limit (no start is recorded)", () => {
+    const denied = task({ needsPermit: true, needsRateLimit: true });
+    denied.actor.send({ type: "START", job: job({ resource: "gpu" }) });
+    denied.actor.send({ type: "PERMIT", granted: false, retryInMs: 5000 });
+    const open = task({ breakerOpen: true, needsRateLimit: true });
+    open.actor.send({ type: "START", job: job({ service: "smtp" }) });
+    expect(denied.effects.admitRate).not.toHaveBeenCalled();
+    expect(open.effects.admitRate).not.toHaveBeenCalled();
+  });
+
+  it("ABORT while admitting finishes aborted; the late ADMISSION is ignored", () => {
+    const t = task({ needsRateLimit: true });
+    t.actor.send({ type: "START", job: job() });
+    t.actor.send({ type: "ABORT" });
+    t.actor.send({ type: "ADMISSION", admitted: true, retryInMs: 0 });
+    expect(t.value()).toBe("idle");
+    expect(t.outcomes()).toEqual([{ kind: "aborted" }]);
+    expect(t.effects.runHandler).not.toHaveBeenCalled();
   });
 
   it("an invalid payload is refused before the breaker or a permit is asked", () => {

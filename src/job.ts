@@ -1,0 +1,84 @@
+/**
+ * The job as users see it: its statuses, its error records and its fields. Plain types and data, so every
+ * layer (the pure logic too) can name a job's shape without importing the store that reads it.
+ */
+
+/**
+ * The statuses a job can be in. A retry is PENDING again with a later scheduled time. WAITING (a flow step
+ * whose dependencies have not finished, a flow's completion job, or a job parked by ctx.waitForSignal) and
+ * PAUSED (pawl.pauseJob, or a paused queue or job type) are never claimed (docs/composition.md).
+ */
+export type JobStatus = "PENDING" | "RUNNING" | "SUCCEEDED" | "CANCELED" | "DEAD" | "WAITING" | "PAUSED";
+
+/** All statuses, in lifecycle order. */
+export const jobStatuses: readonly JobStatus[] = [
+  "WAITING",
+  "PAUSED",
+  "PENDING",
+  "RUNNING",
+  "SUCCEEDED",
+  "CANCELED",
+  "DEAD",
+];
+
+/** One failed attempt, as kept in the job's `errors` (the newest 20 are kept). */
+export interface JobErrorRecord {
+  /** The attempt that failed (1-based). */
+  attempt: number;
+  /** When it was recorded (database time, ISO 8601). */
+  at: string;
+  /** The error's name (its class), or the kind of failure: timeout, node-lost, non-error. */
+  name: string;
+  /** The error's message. */
+  message: string;
+  /** The stack, when there was one (trimmed). */
+  stack?: string;
+  /** What else the thrown value carried (own fields, an Error's `cause`), bounded; cycles as "[Circular]". */
+  details?: unknown;
+}
+
+/** A job. */
+export interface Job<P = unknown> {
+  /** The job id (a bigint, as a decimal string). */
+  id: string;
+  type: string;
+  queue: string;
+  payload: P;
+  /** Raw priority, 0 to 100; higher runs first. */
+  priority: number;
+  status: JobStatus;
+  /** When the job becomes (or became) due. */
+  scheduledTime: Date;
+  /** Attempts started so far, including a running one. */
+  attempts: number;
+  maxAttempts: number;
+  /** The per-job timeout, or null for the type's (or the runtime's) default. */
+  timeoutMs: number | null;
+  /** The node that holds (or last held) the job. */
+  pickedBy: string | null;
+  pickedAt: Date | null;
+  uniqueKey: string | null;
+  errors: JobErrorRecord[];
+  /** The newest error's message, or null. */
+  lastError: string | null;
+  /** The handler's return value, for SUCCEEDED jobs. */
+  result: unknown;
+  /** Why the job was canceled, when it was. */
+  cancelReason: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+  /** The flow (chain, batch or workflow) the job belongs to, as a member or as its completion job. */
+  flowId?: string | null;
+  /** The job's name in its flow (null for a flow's completion job and for ordinary jobs). */
+  flowStep?: string | null;
+  /** For a WAITING job: whether it waits for a signal or for its flow dependencies. */
+  waitingFor?: "signal" | "dependencies" | null;
+  /** For a PAUSED job: what holds it (pawl.pauseJob, or a queue or job type pause). */
+  pausedBy?: "job" | "queue" | "type" | null;
+  /**
+   * The newest value the handler reported with `ctx.progress(value)` (a number 0-100 or small JSON), kept
+   * after the job ends; null when it never reported any (migration 0006).
+   */
+  progress?: unknown;
+}
