@@ -88,6 +88,26 @@ export default tseslint.config(
     [toObservability, toTransport],
     clientPaths("the core holds no transport client"),
   ),
+  // @opentelemetry/api is an optional peer: only src/tracing/otel-api.ts loads it (dynamically, so a
+  // missing package means no tracing); everything else may import its types only.
+  {
+    files: ["src/**/*.ts", "coordinators/**/*.ts", "observability/**/*.ts"],
+    ignores: ["src/tracing/otel-api.ts"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          paths: [
+            {
+              name: "@opentelemetry/api",
+              message: "load the API through src/tracing/otel-api.ts (an optional peer); import types only",
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
   ...["postgres", "amqp", "hazelcast", "in-memory", "none"].map((name) =>
     restrict(
       [`coordinators/${name}/**/*.ts`],

@@ -10,6 +10,8 @@ import type { ClientHooks, ClientNode } from "./client-hooks.js";
 import { deadLetterQueue, type DeadLetterQueue } from "./dead-letter-queue.js";
 import { JobNotFoundError, PawlError, ValidationError } from "./errors.js";
 import { createPool } from "./store/pool.js";
+import { PawlTracing } from "./tracing/pawl-tracing.js";
+import { traceInsert } from "./tracing/producer-spans.js";
 import { PostgresJobStore } from "./store/postgres-job-store.js";
 import type { EnqueuedJob } from "./store/enqueue-jobs.js";
 import type { Job } from "./store/job-row.js";
@@ -85,6 +87,8 @@ export class PawlClient<Tasks extends object = PawlTasks> {
   protected closed = false;
   /** Every waitFor of this instance (created on first use). */
   private waits: WaitRegistry | undefined;
+  /** Tracing (src/tracing), or null with `tracing: false`. */
+  protected readonly tracing: PawlTracing | null;
   /** A bare client's own coordinator for waitFor's notices, connected on first use; a node uses its own. */
   private waitCoordinatorPromise: Promise<Coordinator | null> | undefined;
 
@@ -104,6 +108,9 @@ export class PawlClient<Tasks extends object = PawlTasks> {
       succeeded: this.config.keepSucceeded ? "keep" : "delete",
     });
     this.dlq = deadLetterQueue<Tasks>(this.store, this.hooks);
+    this.tracing = this.config.tracing ? new PawlTracing(this.config.tracing) : null;
+    // Loaded now, so the first enqueue need not wait for it; it never rejects.
+    void this.tracing?.ready();
   }
 
   /** Creates or upgrades pawl's tables in the configured schema. Idempotent; safe from many nodes at once. */
@@ -169,7 +176,8 @@ export class PawlClient<Tasks extends object = PawlTasks> {
     const notify = this.hooks?.foldWakeup(jobs, client !== undefined);
     // Decided once per call: pg takes pawl's named statements, any other client their text (src/store/sql.ts).
     const tx = client === undefined ? undefined : asQueryable(client);
-    const rows = await (tx ? this.store.withClient(tx) : this.store).enqueue(jobs, notify);
+    const store = tx ? this.store.withClient(tx) : this.store;
+    const rows = await traceInsert(this.tracing, jobs, (js) => store.enqueue(js, notify));
     await this.hooks?.afterEnqueue(rows, tx, notify !== undefined);
     return rows;
   }
@@ -447,7 +455,13 @@ export class PawlClient<Tasks extends object = PawlTasks> {
   /** @internal What the composition operations (src/composition) need; checks the instance is open. */
   protected get composition(): CompositionDeps {
     this.assertOpen();
-    return { store: this.store, config: this.config, hooks: this.hooks, events: this.hooks?.events };
+    return {
+      store: this.store,
+      config: this.config,
+      hooks: this.hooks,
+      events: this.hooks?.events,
+      tracing: this.tracing,
+    };
   }
 
   /** Closes the pool (if pawl created it). Idempotent. */

@@ -23,6 +23,7 @@ import {
   type RuntimeOptions,
 } from "./runtime/runtime-config.js";
 import { resolveQueueLimits } from "./composition/queue-config.js";
+import { resolveTracing, type ResolvedTracing, type TracingOptions } from "./tracing/tracing-options.js";
 import { embeddedCoordinator, usesEmbeddedDatabase } from "./embedded/embedded-config.js";
 import { poolConnectionString } from "./store/pool-url.js";
 
@@ -113,6 +114,13 @@ export interface PawlConfig extends RuntimeOptions {
    * Env `PAWL_COORDINATOR`. Default `none`; `in-memory` on an embedded database, which refuses `postgres`.
    */
   coordinator?: string | Coordinator;
+  /**
+   * OpenTelemetry tracing (docs/tracing.md): a producer span per enqueued job, a consumer span per
+   * attempt, one trace from the enqueue to the last attempt. Default on when `@opentelemetry/api` is
+   * installed and a tracer provider is registered, and then only (without the API it costs nothing);
+   * `false` turns it off; an object tunes it ({@link TracingOptions}). Env `PAWL_TRACING` (`true`/`false`).
+   */
+  tracing?: boolean | TracingOptions;
   /** Where pawl logs. Default: silent. */
   logger?: HostLogger;
   /** The clock for in-process timers and machine delays (tests pass a ManualClock). */
@@ -145,6 +153,8 @@ export interface ResolvedConfig {
   claimCursorFullDiscoveryMs: number;
   claimCursorFullDiscoveryMaxMs: number;
   coordinator: string | Coordinator;
+  /** Tracing, or null when off (`tracing: false`). */
+  tracing: ResolvedTracing | null;
   logger: Logger;
   clock: Clock;
 }
@@ -169,6 +179,7 @@ const known = new Set<string>([
   "claimCursorFullDiscoveryMs",
   "claimCursorFullDiscoveryMaxMs",
   "coordinator",
+  "tracing",
   "logger",
   "clock",
   ...runtimeOptionKeys,
@@ -307,6 +318,7 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     coordinator: usesEmbeddedDatabase(config.pool, connectionString)
       ? embeddedCoordinator(config.coordinator ?? process.env.PAWL_COORDINATOR)
       : (config.coordinator ?? process.env.PAWL_COORDINATOR ?? "none"),
+    tracing: resolveTracing(config.tracing ?? envBool("PAWL_TRACING")),
     logger: config.logger ? guardLogger(config.logger) : silentLogger,
     clock: config.clock ?? systemClock,
   };

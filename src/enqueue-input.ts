@@ -55,6 +55,11 @@ export interface NewJob {
   timeoutMs: number | null;
   maxAttempts: number;
   uniqueKey: string | null;
+  /**
+   * The JSON text of the producer span's trace context (src/tracing/carrier.ts), set by tracing just
+   * before the insert; absent without tracing.
+   */
+  traceContext?: string | null;
 }
 
 const optionKeys = new Set([

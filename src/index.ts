@@ -39,6 +39,7 @@ export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators
 export type { EnqueueItem, EnqueueArgs } from "./task-map.js";
 export type { DeadLetterQueue } from "./dead-letter-queue.js";
 export type { PawlConfig, ResolvedConfig } from "./config.js";
+export type { TracingOptions, TracerProviderLike } from "./tracing/tracing-options.js";
 export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
 export {
   PawlError,

@@ -4,6 +4,8 @@
  * client's writes do to running work (wake the local poller, hint the other nodes through the
  * coordinator) is in src/node-hooks.ts, handed to the client at construction with the one resolved config.
  */
+import { attemptTracer } from "./tracing/attempt-spans.js";
+import { traceInternals, traceOutcomeWrites } from "./tracing/internal-spans.js";
 import { resolveConfig, type PawlConfig } from "./config.js";
 import { onConnectionFault } from "./store/held-client.js";
 import { PawlError } from "./errors.js";
@@ -167,6 +169,8 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     if (this.runtime) return;
     const coordinator = await this.node.coordinator();
     const c = this.config;
+    // Without @opentelemetry/api installed the load answers null, and the node has no tracer at all.
+    const tracing = this.tracing && (await this.tracing.ready()) ? this.tracing : null;
     // Join the cluster before claiming: first heartbeat, then recovery of this node id's previous run.
     const cluster = new ClusterServices({
       store: this.store,
@@ -179,6 +183,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       clock: c.clock,
       typeDefaults: (type) => this.node.typeDefaults(type),
       maxPayloadBytes: c.maxPayloadBytes,
+      tracing,
       afterEnqueue: (jobs) => void this.node.afterEnqueue(jobs, undefined),
       registry: () =>
         buildNodeRegistry({
@@ -207,13 +212,14 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       boostIntervalMs: c.boostIntervalMs,
       completionFlushMs: c.completionFlushMs,
       options: c.runtimeOptions,
-      store: this.store,
+      store: tracing?.options.internals ? traceOutcomeWrites(tracing, this.store) : this.store,
       types: this.types,
       events: this.events,
       logger: c.logger.child({ nodeId: c.nodeId }),
       clock: c.clock,
       coordinator,
       queues: c.queues,
+      tracer: tracing ? attemptTracer(tracing, c.nodeId) : null,
       createClaimer: (options) =>
         c.claimCursors
           ? new CursorClaimer({
@@ -242,9 +248,12 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       this.node.afterRelease();
       this.runtime?.wake("local");
     });
+    // The batched internals (claims, outcome flushes, wakeups) as spans, when asked for.
+    const offInternals = tracing?.options.internals ? traceInternals(tracing, this.events) : null;
     this.offClusterEvents = () => {
       offDead();
       offRecovered();
+      offInternals?.();
     };
     // pawl's timers are unref'd so they never hold a host process open on their own; a started node,
     // like a listening server, keeps its process alive until stop(), even while the database is down.

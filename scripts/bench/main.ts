@@ -20,6 +20,9 @@
  *             on stdout and the JSON in FILE)
  * pawl:       --keep-succeeded false      pawl deletes succeeded rows (createPawl's keepSucceeded: false);
  *                                         same as PAWL_BENCH_KEEP_SUCCEEDED=false
+ *             --tracing on|unsampled|off  pawl with OpenTelemetry tracing (the SDK, a no-op exporter; jobs
+ *                                         carry a producer's trace context; unsampled: AlwaysOffSampler);
+ *                                         same as PAWL_BENCH_TRACING=on
  * Database:   --database-url URL, else BENCH_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/pawl_bench
  *             (created when missing; a dedicated database lets the bench count PostgreSQL's CPU).
  */
@@ -76,6 +79,7 @@ const { values: flags } = parseArgs({
     "json-out": { type: "string" },
     "database-url": { type: "string" },
     "keep-succeeded": { type: "string" },
+    tracing: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -119,6 +123,13 @@ if (flags["keep-succeeded"] !== undefined) {
   process.env.PAWL_BENCH_KEEP_SUCCEEDED = flags["keep-succeeded"];
 }
 
+if (flags.tracing !== undefined) {
+  if (flags.tracing !== "on" && flags.tracing !== "off" && flags.tracing !== "unsampled") {
+    console.error(`--tracing must be on, unsampled or off, got ${flags.tracing}`);
+    process.exit(2);
+  }
+  process.env.PAWL_BENCH_TRACING = flags.tracing;
+}
 const url = benchDatabaseUrl(flags["database-url"]);
 const database = databaseName(url);
 const concurrency = positiveInt("concurrency", flags.concurrency);

@@ -16,6 +16,7 @@ import pg from "pg";
 import { createPawl } from "../../dist/src/index.js";
 import { benchDatabaseUrl } from "./lib/common.js";
 import { insertJobs, resetSchema } from "./pawl-drain.js";
+import { registerBenchTracing } from "./lib/bench-tracing.js";
 
 const { values: flags } = parseArgs({
   options: {
@@ -94,6 +95,7 @@ if (flags.summarise) {
   const admin = new pg.Pool({ connectionString: url, max: 2 });
   await insertJobs(admin, schema, jobs);
   await admin.query(`VACUUM ANALYZE "${schema}".scheduler_job_queue`);
+  registerBenchTracing(); // PAWL_BENCH_TRACING=on: the SDK with a no-op exporter (lib/bench-tracing.ts)
   const node = createPawl({ connectionString: url, schema, concurrency: Number(flags.concurrency) });
   let ran = 0;
   node.register("noop", (payload: { i: number }) => {

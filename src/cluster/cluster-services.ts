@@ -13,6 +13,7 @@
  *   the node's last job is written, so a long graceful drain is never mistaken for a death; then the node
  *   removes its row.
  */
+import type { PawlTracing } from "../tracing/pawl-tracing.js";
 import type { Clock } from "../clock.js";
 import type { TypeDefaults } from "../enqueue-input.js";
 import { PawlError } from "../errors.js";
@@ -38,6 +39,8 @@ import type { RecoveredJob } from "../store/orphan-sql.js";
 
 /** What {@link ClusterServices} is built from. */
 export interface ClusterServicesDeps {
+  /** Traces recurring fires' enqueues (src/tracing); null or absent: untraced. */
+  tracing?: PawlTracing | null;
   /** The gateway every statement of the services runs through (see `heartbeatConnectionString`). */
   store: ClusterStore;
   nodeId: string;
@@ -145,6 +148,7 @@ export class ClusterServices {
       typeDefaults: deps.typeDefaults,
       maxPayloadBytes: deps.maxPayloadBytes,
       ...(deps.afterEnqueue ? { afterEnqueue: deps.afterEnqueue } : {}),
+      tracing: deps.tracing ?? null,
     });
     this.pruner = new Pruner({
       store,

@@ -14,6 +14,9 @@ import type { Clock } from "../clock.js";
 import { buildNewJob, validateJobType, type NewJob, type TypeDefaults } from "../enqueue-input.js";
 import { ValidationError } from "../errors.js";
 import { toError, type PawlEventEmitter } from "../events.js";
+import type { PawlTracing } from "../tracing/pawl-tracing.js";
+import { traceInsert } from "../tracing/producer-spans.js";
+import { RECURRING_NAME } from "../tracing/attributes.js";
 import type { Logger } from "../logger.js";
 import { nextFire, planFire, validateCron, type MissedFirePolicy } from "../logic/cron.js";
 import { resolvePriority, type Priority } from "../priority.js";
@@ -182,6 +185,8 @@ export interface RecurringSchedulerDeps {
   afterEnqueue?: (jobs: readonly EnqueuedJob[]) => void;
   /** Schedules fired per transaction. Default 100. */
   batchSize?: number;
+  /** Traces each fire's enqueue (a producer span named for the schedule); null or absent: untraced. */
+  tracing?: PawlTracing | null;
 }
 
 type BatchResult = Pick<RecurringResult, "fired" | "skipped" | "failed"> & { claimed: number };
@@ -308,7 +313,9 @@ export class RecurringScheduler {
       await tx.advanceRecurring(row.name, next, null);
       return { kind: "failed", error: toError(error) };
     }
-    const [enqueued] = await tx.enqueue([job]);
+    const [enqueued] = await traceInsert(this.deps.tracing ?? null, [job], (js) => tx.enqueue(js), {
+      [RECURRING_NAME]: row.name,
+    });
     await tx.advanceRecurring(row.name, next, fireDate);
     const e = enqueued as EnqueuedJob;
     return {

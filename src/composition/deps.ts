@@ -11,6 +11,7 @@ import type { EnqueuedJob } from "../store/enqueue-jobs.js";
 import type { Job } from "../store/job-row.js";
 import type { JobStore } from "../store/job-store.js";
 import type { Queryable } from "../store/sql.js";
+import type { PawlTracing } from "../tracing/pawl-tracing.js";
 
 /** The slice of a PawlClient the composition operations use. */
 export interface CompositionDeps {
@@ -19,6 +20,8 @@ export interface CompositionDeps {
   hooks: ClientHooks | undefined;
   /** The node's event stream (a started-or-not Pawl); absent on a bare PawlClient. */
   events: PawlEventEmitter | undefined;
+  /** Traces the flow's enqueues (src/tracing); null or absent: untraced. */
+  tracing?: PawlTracing | null;
 }
 
 /**

@@ -6,6 +6,11 @@
  */
 import { validateJobId } from "../store/job-id.js";
 import type { Job } from "../store/job-row.js";
+import type { JobStore } from "../store/job-store.js";
+import type { NewJob } from "../enqueue-input.js";
+import type { PawlTracing } from "../tracing/pawl-tracing.js";
+import { traceInsert } from "../tracing/producer-spans.js";
+import { FLOW_ID, MESSAGING_BATCH_MESSAGE_COUNT } from "../tracing/attributes.js";
 import type { FlowFailurePolicy, FlowKind, FlowListFilter, FlowRow } from "../store/flow-sql.js";
 import { announce, inTransaction, type CompositionDeps } from "./deps.js";
 import { FlowNotFoundError } from "./errors.js";
@@ -93,6 +98,20 @@ export function flowFromRow(r: FlowRow): Flow {
   };
 }
 
+/** Inserts a flow's completion job (if it has one), with its own producer span. */
+async function insertCompletion(
+  tx: JobStore,
+  tracing: PawlTracing | null,
+  flowId: string,
+  job: NewJob | null,
+): Promise<Job | null> {
+  if (!job) return null;
+  const [row] = await traceInsert(tracing, [job], async () => [await tx.insertCompletionJob(flowId, job)], {
+    [FLOW_ID]: flowId,
+  });
+  return row ?? null;
+}
+
 /**
  * The caller's transaction as pawl's statements run on it, decided once per call as enqueue does
  * (src/store/sql.ts): a pg client takes the named statements, any other client their text and values.
@@ -106,6 +125,7 @@ async function createGraph(
   plan: FlowPlan,
   callerClient: FlowOptions["client"],
 ): Promise<FlowHandle> {
+  const tracing = deps.tracing ?? null;
   const client = callerTransaction(callerClient);
   const { flowId, jobs, completion } = await inTransaction(deps.store, client, async (tx) => {
     const flowId = await tx.insertFlow({
@@ -115,17 +135,24 @@ async function createGraph(
       total: plan.members.length,
     });
     const ids = await tx.allocateJobIds(plan.members.length);
-    const jobs = await tx.insertFlowMembers(
-      flowId,
-      plan.members.map((m, i) => ({
-        id: ids[i] as string,
-        job: m.job,
-        step: m.step,
-        deps: m.dependsOn.length,
-        next: (plan.dependents[i] ?? []).map((d) => ids[d] as string),
-      })),
+    // A producer span per member (tracing sets each member's traceContext before the insert).
+    const jobs = await traceInsert(
+      tracing,
+      plan.members.map((m) => m.job),
+      () =>
+        tx.insertFlowMembers(
+          flowId,
+          plan.members.map((m, i) => ({
+            id: ids[i] as string,
+            job: m.job,
+            step: m.step,
+            deps: m.dependsOn.length,
+            next: (plan.dependents[i] ?? []).map((d) => ids[d] as string),
+          })),
+        ),
+      { [FLOW_ID]: flowId },
     );
-    const completion = plan.completion ? await tx.insertCompletionJob(flowId, plan.completion) : null;
+    const completion = await insertCompletion(tx, tracing, flowId, plan.completion);
     return { flowId, jobs, completion };
   });
   deps.events?.emit("flow:created", { flowId, kind: plan.kind, total: jobs.length });
@@ -167,6 +194,7 @@ export async function createBatch<P>(
 ): Promise<FlowHandle> {
   const plan = planBatch(input, buildContext(deps));
   const client = callerTransaction(input.client);
+  const tracing = deps.tracing ?? null;
   const { flowId, completion } = await inTransaction(deps.store, client, async (tx) => {
     const flowId = await tx.insertFlow({
       kind: "batch",
@@ -174,15 +202,24 @@ export async function createBatch<P>(
       policy: "continue",
       total: plan.payloads.length,
     });
-    const completion = plan.completion ? await tx.insertCompletionJob(flowId, plan.completion) : null;
-    for (let offset = 0; offset < plan.payloads.length; offset += batchChunkSize) {
-      await tx.insertBatchChildren(
-        flowId,
-        plan.shared,
-        plan.payloads.slice(offset, offset + batchChunkSize),
-        offset,
-      );
-    }
+    const completion = await insertCompletion(tx, tracing, flowId, plan.completion);
+    // One producer span for all the children (a batch may have 100,000): each child stores its context.
+    await traceInsert(
+      tracing,
+      [plan.shared],
+      async () => {
+        for (let offset = 0; offset < plan.payloads.length; offset += batchChunkSize) {
+          await tx.insertBatchChildren(
+            flowId,
+            plan.shared,
+            plan.payloads.slice(offset, offset + batchChunkSize),
+            offset,
+          );
+        }
+        return [];
+      },
+      { [FLOW_ID]: flowId, [MESSAGING_BATCH_MESSAGE_COUNT]: plan.payloads.length },
+    );
     return { flowId, completion };
   });
   deps.events?.emit("flow:created", { flowId, kind: "batch", total: plan.payloads.length });

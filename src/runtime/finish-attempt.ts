@@ -81,7 +81,7 @@ function nonRetryable(run: JobRun, error: Error): boolean {
   }
 }
 
-function fail(run: JobRun, raw: unknown, timedOut: boolean, deps: FinishDeps): void {
+function fail(run: JobRun, raw: unknown, timedOut: boolean, deps: FinishDeps): "retried" | "dead" {
   const thrown = describeThrown(raw);
   const error = thrownAsError(raw, thrown);
   const { info } = run;
@@ -99,13 +99,14 @@ function fail(run: JobRun, raw: unknown, timedOut: boolean, deps: FinishDeps): v
       refused(ok);
       if (ok) deps.events.emit("job:dead", { job: info, error, reason: why, timedOut });
     });
-    return;
+    return "dead";
   }
   const delayMs = retryDelay(run, error, deps.random);
   deps.writer.retry({ id: info.id, delayMs, error: errorInfo(run, thrown, timedOut) }, (ok) => {
     refused(ok);
     if (ok) deps.events.emit("job:retried", { job: info, error, delayMs, timedOut });
   });
+  return "retried";
 }
 
 function lostPayload(run: JobRun, outcome: string): PawlEvents["job:lost"] {
@@ -116,8 +117,18 @@ function reschedule(run: JobRun, delayMs: number, deps: FinishDeps, done: (ok: b
   deps.writer.reschedule({ id: run.info.id, delayMs: storableDelayMs(delayMs) }, done);
 }
 
-/** Records an attempt's outcome. Called exactly once per attempt, from the job task's `finish` action. */
-export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDeps): void {
+/**
+ * What finishing an attempt decided for its job (a constant: nothing is allocated for it). Tracing reads
+ * it (src/tracing/attempt-spans.ts): whether a failure was retried or was the last is decided here only.
+ */
+export type AttemptEnd =
+  "succeeded" | "retried" | "dead" | "snoozed" | "rescheduled" | "waiting" | "canceled";
+
+/**
+ * Records an attempt's outcome and returns what it decided. Called exactly once per attempt, from the job
+ * task's `finish` action.
+ */
+export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDeps): AttemptEnd {
   const { info } = run;
   if (outcome.kind !== "success" && outcome.kind !== "failure" && outcome.kind !== "timeout") {
     deps.breakerRelease?.(run);
@@ -135,16 +146,14 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
         { id: info.id, resultJson: resultJson(outcome.result) },
         canceledOr(() => deps.events.emit("job:succeeded", { job: info, durationMs })),
       );
-      return;
+      return "succeeded";
     }
     case "failure":
       deps.breakerResult(run, false);
-      fail(run, outcome.error, false, deps);
-      return;
+      return fail(run, outcome.error, false, deps);
     case "timeout":
       deps.breakerResult(run, false);
-      fail(run, outcome.error, true, deps);
-      return;
+      return fail(run, outcome.error, true, deps);
     case "invalid-payload": {
       const raw = run.invalid ?? outcome.error;
       const thrown = describeThrown(raw);
@@ -159,7 +168,7 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
           }),
         ),
       );
-      return;
+      return "dead";
     }
     case "snooze":
       reschedule(
@@ -168,10 +177,10 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
         deps,
         canceledOr(() => deps.events.emit("job:snoozed", { job: info, delayMs: outcome.delayMs })),
       );
-      return;
+      return "snoozed";
     case "canceled":
       deps.events.emit("job:canceled", { job: info });
-      return;
+      return "canceled";
     case "breaker-open": {
       const delayMs = run.breaker && !run.breaker.allowed ? run.breaker.retryInMs : outcome.delayMs;
       reschedule(
@@ -180,7 +189,7 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
         deps,
         canceledOr(() => deps.events.emit("job:rescheduled", { job: info, reason: "breaker", delayMs })),
       );
-      return;
+      return "rescheduled";
     }
     case "permit-denied":
       reschedule(
@@ -191,7 +200,7 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
           deps.events.emit("job:rescheduled", { job: info, reason: "permit", delayMs: outcome.delayMs }),
         ),
       );
-      return;
+      return "rescheduled";
     case "rate-limited":
       reschedule(
         run,
@@ -201,26 +210,25 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
           deps.events.emit("job:rescheduled", { job: info, reason: "rate-limit", delayMs: outcome.delayMs }),
         ),
       );
-      return;
+      return "rescheduled";
     case "wait": {
       // Parked through the context's services (the node's store); a context without them (pawl/testing)
       // cannot park, so the job fails for good with a clear error instead.
       const park = run.ctx?.services?.park;
       if (!park) {
-        fail(
+        return fail(
           run,
           new NonRetryableError("ctx.waitForSignal() needs a running node to park the job"),
           false,
           deps,
         );
-        return;
       }
       const timeoutMs = outcome.timeoutMs;
       park(
         { id: info.id, timeoutMs },
         canceledOr(() => deps.events.emit("job:waiting", { job: info, timeoutMs })),
       );
-      return;
+      return "waiting";
     }
     case "aborted":
       run.ctx?.abort("the node is shutting down");
@@ -230,6 +238,6 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
         deps,
         canceledOr(() => deps.events.emit("job:rescheduled", { job: info, reason: "shutdown", delayMs: 0 })),
       );
-      return;
+      return "rescheduled";
   }
 }

@@ -38,6 +38,8 @@ export interface JobRun {
   armAt: number;
   /** Whether the slot's watchdog actor is armed for this attempt. */
   armed: boolean;
+  /** The attempt's span when it is traced (src/runtime/attempt-tracer.ts), opaque here; else null. */
+  trace: object | null;
 }
 
 /** Builds the event info of a claimed job. */
@@ -91,5 +93,6 @@ export function newJobRun(
     cancelRequested,
     armAt: 0,
     armed: false,
+    trace: null,
   };
 }

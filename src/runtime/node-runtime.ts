@@ -17,6 +17,7 @@ import type { CancelResult } from "../store/cancel-job.js";
 import type { NodeStore } from "../store/job-store.js";
 import { RateGate } from "./rate-gate.js";
 import { finishAttempt, type FinishDeps } from "./finish-attempt.js";
+import type { AttemptTracer } from "./attempt-tracer.js";
 import { newJobRun, type JobRun } from "./job-run.js";
 import { OutcomeWriter } from "./outcome-writer.js";
 import type { OutcomeSink } from "../store/outcome-sink.js";
@@ -51,6 +52,8 @@ export interface NodeRuntimeDeps {
   coordinator: Coordinator;
   /** Builds the node's claimer (the catch-all lane's: classic or claim cursors). */
   createClaimer: (options: ClaimerOptions) => Claimer;
+  /** Traces attempts (src/tracing); null or absent: no tracing. */
+  tracer?: AttemptTracer | null;
   /**
    * Per-queue limits (`queues` of createPawl): one lane per queue, each with its own claim and slot budget
    * (src/runtime/lanes.ts). Absent: one catch-all lane for every queue.
@@ -85,11 +88,14 @@ export class NodeRuntime {
   private readonly outcomes: OutcomeSink;
   /** What finishing an attempt needs (finish-attempt.ts): built once, not once per job. */
   private readonly finishDeps: FinishDeps;
+  /** Traces attempts; null without tracing. */
+  private readonly tracer: AttemptTracer | null;
   /** Whether {@link afterFinish} is queued for this tick. */
   private afterFinishQueued = false;
 
   constructor(readonly deps: NodeRuntimeDeps) {
     const { clock, logger, events } = deps;
+    this.tracer = deps.tracer ?? null;
     this.marks = bufferMarks(deps.prefetch);
     this.writer = new OutcomeWriter(deps.store, deps.nodeId, clock, logger, deps.completionFlushMs, (error) =>
       events.emit("error", { where: "outcome-writer", error: toError(error) }),
@@ -192,6 +198,7 @@ export class NodeRuntime {
       outcomes: this.writer,
       watchdogs: this.watchdogs,
       breakers: this.breakers,
+      tracer: deps.tracer ?? null,
       rates: this.rates,
       runOf: (slot) => this.slots.runOf(slot) ?? undefined,
       runById: (jobId) => this.runs.get(jobId),
@@ -354,7 +361,8 @@ export class NodeRuntime {
   private finish(run: JobRun, outcome: Parameters<typeof finishAttempt>[1]): void {
     run.settled = true;
     if (run.armed) this.sendLater(`watchdog-${run.slot}`, { type: "DISARM" });
-    finishAttempt(run, outcome, this.finishDeps);
+    const end = finishAttempt(run, outcome, this.finishDeps);
+    this.tracer?.finished(run, outcome, end);
     if (run.permitHeld && run.type.resource) {
       const resource = run.type.resource;
       this.deps.store

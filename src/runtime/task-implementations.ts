@@ -8,6 +8,7 @@ import { JobContext } from "./job-context.js";
 import { JobTimeoutError } from "../errors.js";
 import { invokeHandler } from "./invoke-handler.js";
 import type { JobRun } from "./job-run.js";
+import type { AttemptTracer } from "./attempt-tracer.js";
 import type { BreakerGate } from "./breaker-gate.js";
 import type { ResolvedRuntimeOptions } from "./runtime-config.js";
 import { watchdogArmDelayMs, type WatchdogArming } from "./watchdog-arming.js";
@@ -64,6 +65,8 @@ export interface TaskHost {
   readonly watchdogs: Pick<WatchdogArming, "arm" | "later">;
   /** The node's circuit breakers. */
   readonly breakers: Pick<BreakerGate, "decide" | "admit">;
+  /** Traces attempts (src/runtime/attempt-tracer.ts); null without tracing. */
+  readonly tracer: AttemptTracer | null;
   /** The node's rate-limit admission. */
   readonly rates: Pick<RateGate, "limited" | "keysOf" | "admit">;
   /** The attempt a slot runs. */
@@ -163,7 +166,10 @@ export function taskImplementations(host: TaskHost) {
         pickupLatencyMs: Date.now() - run.claimed.scheduledAtMs,
       });
     }
-    invokeHandler(run.type.handler, run.payload, ctx, (outcome) => settle(run, outcome));
+    const settleRun = (outcome: TaskOutcome) => settle(run, outcome);
+    const tracer = host.tracer;
+    if (tracer !== null && tracer.enabled()) tracer.invoke(run, ctx, settleRun);
+    else invokeHandler(run.type.handler, run.payload, ctx, settleRun);
   };
 
   const jobTask = jobTaskMachine.provide({

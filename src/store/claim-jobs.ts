@@ -38,6 +38,8 @@ export interface ClaimedJob {
   /** When the row became due (`scheduled_time`), epoch ms. */
   scheduledAtMs: number;
   payload?: unknown;
+  /** The stored trace context of the job's producer span (migration 0010), or null; read by tracing only. */
+  traceContext?: unknown;
 }
 
 /** What every claim statement takes (the classic claim's and the claim cursors'). */
@@ -75,6 +77,7 @@ export interface ClaimRow {
   timeout_ms: number | null;
   scheduled_time: number;
   payload?: unknown;
+  trace_context?: unknown;
 }
 
 /**
@@ -143,7 +146,7 @@ export function claimUpdateSql(t: Tables, now: string, withPayload: boolean, ext
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
       AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
     RETURNING j.id, j.type, j.queue, j.priority, j.priority + ${boostSql(now, "j")} AS effective, j.attempts,
-              j.max_attempts, j.timeout_ms, j.scheduled_time${withPayload ? ", j.payload" : ""}${extra}`;
+              j.max_attempts, j.timeout_ms, j.scheduled_time, j.trace_context${withPayload ? ", j.payload" : ""}${extra}`;
 }
 
 /** The claim's `now`: parameter `$5` when given (tests), else the database's now(). */
@@ -170,6 +173,7 @@ export function toClaimedJob(r: ClaimRow, withPayload: boolean): ClaimedJob {
     maxAttempts: r.max_attempts,
     timeoutMs: r.timeout_ms,
     scheduledAtMs: r.scheduled_time,
+    traceContext: r.trace_context ?? null,
     ...(withPayload ? { payload: r.payload } : {}),
   };
 }

@@ -43,6 +43,7 @@ export const jobTableColumns = [
   "signaled_at",
   "paused_by",
   "progress",
+  "trace_context",
 ] as const;
 
 /** A column of the job tables. */

@@ -91,14 +91,15 @@ export async function insertMembers(
   const res = await db.query<JobRow>(
     `INSERT INTO ${t.jobs} AS j
        (id, type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, status, flow_id, flow_step,
-        deps_pending, flow_next)
+        deps_pending, flow_next, trace_context)
      SELECT v.id, v.type, v.queue, v.payload::jsonb, v.priority,
             coalesce(v.run_at, now() + v.delay_ms * interval '1 millisecond'), v.timeout_ms, v.max_attempts,
             CASE WHEN v.deps = 0 THEN 'PENDING' ELSE 'WAITING' END, $1::bigint, v.step, v.deps,
-            nullif(v.next, '{}')::bigint[]
+            nullif(v.next, '{}')::bigint[], v.trace_context
      FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::timestamptz[], $8::bigint[],
-                 $9::int[], $10::int[], $11::text[], $12::int[], $13::text[])
-          AS v(id, type, queue, payload, priority, run_at, delay_ms, timeout_ms, max_attempts, step, deps, next)
+                 $9::int[], $10::int[], $11::text[], $12::int[], $13::text[], $14::jsonb[])
+          AS v(id, type, queue, payload, priority, run_at, delay_ms, timeout_ms, max_attempts, step, deps, next,
+               trace_context)
      RETURNING ${jobColumns("j")}`,
     [
       flowId,
@@ -114,6 +115,10 @@ export async function insertMembers(
       members.map((m) => m.step),
       members.map((m) => m.deps),
       members.map((m) => `{${m.next.join(",")}}`),
+      // Trace contexts only when tracing set some (a NULL array unnests as NULL in every row).
+      members.some((m) => typeof m.job.traceContext === "string")
+        ? members.map((m) => m.job.traceContext ?? null)
+        : null,
     ],
   );
   const byId = new Map(res.rows.map((r) => [r.id, r]));
@@ -135,9 +140,10 @@ export async function insertBatchChildren(
   const stmt = named(
     t,
     "flow_batch_children",
-    `INSERT INTO ${t.jobs} (type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, flow_id, flow_step)
+    `INSERT INTO ${t.jobs} (type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, flow_id, flow_step,
+                            trace_context)
      SELECT $1, $2, p.payload::jsonb, $3, coalesce($4::timestamptz, now() + $5::bigint * interval '1 millisecond'),
-            $6, $7, $8::bigint, ($9::int + p.ord - 1)::text
+            $6, $7, $8::bigint, ($9::int + p.ord - 1)::text, $11::jsonb
      FROM unnest($10::text[]) WITH ORDINALITY AS p(payload, ord)`,
   );
   const res = await db.query(
@@ -152,6 +158,7 @@ export async function insertBatchChildren(
       flowId,
       offset,
       payloads,
+      shared.traceContext ?? null,
     ]),
   );
   return res.rowCount ?? 0;
@@ -166,9 +173,10 @@ export async function insertCompletionJob(
 ): Promise<Job> {
   const res = await db.query<JobRow>(
     `WITH c AS (
-       INSERT INTO ${t.jobs} AS j (type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, status, flow_id)
+       INSERT INTO ${t.jobs} AS j (type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, status, flow_id,
+                                   trace_context)
        VALUES ($1, $2, $3::jsonb, $4, coalesce($5::timestamptz, now() + $6::bigint * interval '1 millisecond'), $7, $8,
-               'WAITING', $9::bigint)
+               'WAITING', $9::bigint, $10::jsonb)
        RETURNING ${jobColumns("j")}
      ), f AS (
        UPDATE ${flowTable(t)} SET completion_job_id = (SELECT id FROM c) WHERE id = $9::bigint
@@ -184,6 +192,7 @@ export async function insertCompletionJob(
       job.timeoutMs,
       job.maxAttempts,
       flowId,
+      job.traceContext ?? null,
     ],
   );
   return jobFromRow(res.rows[0] as JobRow);

@@ -50,6 +50,7 @@ const bookkeepingColumns: ReadonlySet<JobTableColumn> = new Set([
   "signal_payload",
   "signal_deadline",
   "signaled_at",
+  "trace_context",
 ]);
 
 /** The columns a {@link JobRow} has: the job tables' ({@link jobTableColumns}), in their order. */

@@ -35,6 +35,7 @@ const repoPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 const optionalPeers = [
   "@electric-sql/pglite",
   "@electric-sql/pglite-socket",
+  "@opentelemetry/api",
   "@statelyai/inspect",
   "amqplib",
   "hazelcast-client",

@@ -4,6 +4,12 @@
  */
 import pg from "pg";
 import { createPawl, type Pawl } from "../../../dist/src/index.js";
+import {
+  benchTraceContextSql,
+  benchTracing,
+  flushBenchTracing,
+  registerBenchTracing,
+} from "../lib/bench-tracing.js";
 import type { BenchSystem, RunningWorkers, SystemContext, WorkerOptions } from "./types.js";
 import { PlannedFailure } from "./types.js";
 
@@ -21,8 +27,8 @@ export async function insertPawlJobs(
   for (let done = 0; done < n; done += 10_000) {
     const count = Math.min(10_000, n - done);
     await db.query(
-      `INSERT INTO "${schema}".scheduler_job_queue (type, payload, scheduled_time)
-       SELECT $1, jsonb_build_object('i', g), now() - interval '1 second'
+      `INSERT INTO "${schema}".scheduler_job_queue (type, payload, scheduled_time, trace_context)
+       SELECT $1, jsonb_build_object('i', g), now() - interval '1 second', ${benchTraceContextSql}
        FROM generate_series($2::int, $3::int) g`,
       [type, from + done, from + done + count - 1],
     );
@@ -64,6 +70,8 @@ export class PawlSystem implements BenchSystem {
   }
 
   async startWorkers(options: WorkerOptions): Promise<RunningWorkers> {
+    // --tracing on: the SDK is registered before the node starts, so its attempts are traced.
+    registerBenchTracing();
     // Drains run with pawl's defaults. The latency mode sets a 30 s poll interval so that only the
     // wakeup (here: the local one, same process) can explain a fast pickup.
     const node = createPawl({
@@ -116,7 +124,9 @@ export class PawlSystem implements BenchSystem {
       stop: async () => {
         await node.close();
         this.node = null;
+        const spans = benchTracing ? await flushBenchTracing() : undefined;
         return {
+          ...(spans === undefined ? {} : { spansExported: spans }),
           claims: diag.claims,
           jobsPerClaim: diag.claims ? Math.round(diag.claimed / diag.claims) : 0,
           claimMsMean: diag.claims ? +(diag.claimMsTotal / diag.claims).toFixed(2) : 0,

@@ -1,0 +1,17 @@
+/** Recording a thrown value on a span: the exception event and status ERROR (its message). */
+import type { Span } from "@opentelemetry/api";
+import { describeThrown, thrownAsError } from "../logic/thrown-value.js";
+
+/** SpanStatusCode.ERROR (a constant of the API; spelled here so this needs no loaded module). */
+const statusError = 2;
+
+/** Records `thrown` on `span` (any value: a non-Error is described as pawl describes it in `errors`). */
+export function recordError(span: Span, thrown: unknown): void {
+  try {
+    const error = thrownAsError(thrown, describeThrown(thrown));
+    span.recordException(error);
+    span.setStatus({ code: statusError, message: error.message });
+  } catch {
+    // a span that throws: nothing more to record
+  }
+}
