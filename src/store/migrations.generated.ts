@@ -925,17 +925,28 @@ CREATE INDEX scheduler_rate_limit_start_key_idx
 -- leaves it NULL): the attempt's span then starts a trace of its own.
 --
 -- A nullable column without a default is a catalog change only (no rewrite), safe on a live database.
--- Both tables get it last, in the same position, as scheduler_job_all's \`SELECT *\` of both sides needs
--- the same column order (migration 0005).
+-- Both tables get it last, in the same position: a move between them inserts by the tables' column order
+-- (migration 0005).
 ALTER TABLE {{schema}}.scheduler_job_queue ADD COLUMN trace_context jsonb;
 ALTER TABLE {{schema}}.scheduler_job_finished ADD COLUMN trace_context jsonb;
 
--- A view's \`*\` was expanded when it was created: recreate it so it carries the new column (CREATE OR
--- REPLACE may only append columns, which is what this does).
+-- Recreate scheduler_job_all so it carries the new column: the column list of migration 0008 (whose CASE
+-- shows a leased live row as RUNNING) with trace_context appended on both sides (CREATE OR REPLACE may only
+-- append columns, which is what this does).
 CREATE OR REPLACE VIEW {{schema}}.scheduler_job_all AS
-  SELECT * FROM {{schema}}.scheduler_job_queue
+  SELECT id, type, queue, payload, priority,
+         CASE WHEN status = 'PENDING' AND picked_by IS NOT NULL THEN 'RUNNING' ELSE status END AS status,
+         scheduled_time, attempts, max_attempts, timeout_ms, picked_by, picked_at, unique_key, errors, result,
+         cancel_reason, created_at, updated_at, finished_at, flow_id, flow_step, deps_pending, flow_next,
+         flow_inputs, signal_state, signal_payload, signal_deadline, signaled_at, paused_by, progress,
+         trace_context
+  FROM {{schema}}.scheduler_job_queue
   UNION ALL
-  SELECT * FROM {{schema}}.scheduler_job_finished;
+  SELECT id, type, queue, payload, priority, status, scheduled_time, attempts, max_attempts, timeout_ms,
+         picked_by, picked_at, unique_key, errors, result, cancel_reason, created_at, updated_at, finished_at,
+         flow_id, flow_step, deps_pending, flow_next, flow_inputs, signal_state, signal_payload,
+         signal_deadline, signaled_at, paused_by, progress, trace_context
+  FROM {{schema}}.scheduler_job_finished;
 `,
   },
 ];
