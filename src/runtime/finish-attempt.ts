@@ -117,6 +117,23 @@ function reschedule(run: JobRun, delayMs: number, deps: FinishDeps, done: (ok: b
   deps.writer.reschedule({ id: run.info.id, delayMs: storableDelayMs(delayMs) }, done);
 }
 
+/** A hand-back without counting the attempt (the job never reached its handler): one write, one event. */
+function handBack(
+  run: JobRun,
+  deps: FinishDeps,
+  canceledOr: (event: () => void) => (ok: boolean) => void,
+  reason: PawlEvents["job:rescheduled"]["reason"],
+  delayMs: number,
+): "rescheduled" {
+  reschedule(
+    run,
+    delayMs,
+    deps,
+    canceledOr(() => deps.events.emit("job:rescheduled", { job: run.info, reason, delayMs })),
+  );
+  return "rescheduled";
+}
+
 /**
  * What finishing an attempt decided for its job (a constant: nothing is allocated for it). Tracing reads
  * it (src/tracing/attempt-spans.ts): whether a failure was retried or was the last is decided here only.
@@ -181,36 +198,18 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
     case "canceled":
       deps.events.emit("job:canceled", { job: info });
       return "canceled";
-    case "breaker-open": {
-      const delayMs = run.breaker && !run.breaker.allowed ? run.breaker.retryInMs : outcome.delayMs;
-      reschedule(
+    case "breaker-open":
+      return handBack(
         run,
-        delayMs,
         deps,
-        canceledOr(() => deps.events.emit("job:rescheduled", { job: info, reason: "breaker", delayMs })),
+        canceledOr,
+        "breaker",
+        run.breaker && !run.breaker.allowed ? run.breaker.retryInMs : outcome.delayMs,
       );
-      return "rescheduled";
-    }
     case "permit-denied":
-      reschedule(
-        run,
-        outcome.delayMs,
-        deps,
-        canceledOr(() =>
-          deps.events.emit("job:rescheduled", { job: info, reason: "permit", delayMs: outcome.delayMs }),
-        ),
-      );
-      return "rescheduled";
+      return handBack(run, deps, canceledOr, "permit", outcome.delayMs);
     case "rate-limited":
-      reschedule(
-        run,
-        outcome.delayMs,
-        deps,
-        canceledOr(() =>
-          deps.events.emit("job:rescheduled", { job: info, reason: "rate-limit", delayMs: outcome.delayMs }),
-        ),
-      );
-      return "rescheduled";
+      return handBack(run, deps, canceledOr, "rate-limit", outcome.delayMs);
     case "wait": {
       // Parked through the context's services (the node's store); a context without them (pawl/testing)
       // cannot park, so the job fails for good with a clear error instead.
