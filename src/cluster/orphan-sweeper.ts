@@ -87,29 +87,41 @@ export class OrphanSweeper {
     return { ...outcome.value, durationMs: this.deps.clock.now() - started };
   }
 
+  /** Recovers orphans in batches into `recovered`; false when the lease ran out first. */
+  private async recoverInto(
+    recovered: RecoveredJob[],
+    lease: Lease,
+    now: Date | null,
+    scanAll: boolean,
+  ): Promise<boolean> {
+    for (;;) {
+      if (!lease.valid()) return false;
+      const batch = await this.deps.store.recoverOrphans(this.deps.thresholdMs, this.batch, now, scanAll);
+      recovered.push(...batch);
+      if (batch.length < this.batch) return true;
+    }
+  }
+
   private async sweep(lease: Lease, now: Date | null): Promise<Omit<SweepResult, "durationMs">> {
     const { store, thresholdMs, events, logger, nodeId } = this.deps;
     const recovered: RecoveredJob[] = [];
-    let incomplete = false;
     // Finding running rows reads the backlog (no index holds the lease, see store/orphan-sql.ts): a sweep
     // reads it when a node has gone stale, and once per threshold unconditionally, for the rows no stale
     // node announces (a node id without a row, a row skipped as locked).
     const startedAt = this.deps.clock.now();
     const scanAll = startedAt - this.lastScanAt >= thresholdMs;
-    for (;;) {
-      if (!lease.valid()) {
-        incomplete = true;
-        break;
-      }
-      const batch = await store.recoverOrphans(thresholdMs, this.batch, now, scanAll);
-      recovered.push(...batch);
-      if (batch.length < this.batch) break;
-    }
+    let incomplete = !(await this.recoverInto(recovered, lease, now, scanAll));
     if (scanAll && !incomplete) this.lastScanAt = startedAt;
     let permitsFreed = 0;
+    const deadNodes = incomplete ? [] : await store.reapDeadNodes(thresholdMs, now);
+    // A node can pass the threshold between the recovery's gate and the reaper, which then marks it dead:
+    // the gate skips marked nodes, so without this its jobs would wait for the next full scan (up to a
+    // threshold later). Read again now for a node this pass declared dead.
+    if (deadNodes.some((d) => d.newlyDead)) {
+      incomplete = !(await this.recoverInto(recovered, lease, now, true));
+    }
     // Node ids without a row hold no permit rows we could find through reapDeadNodes: free them here.
     const unknown = new Set(recovered.map((j) => j.nodeId));
-    const deadNodes = incomplete ? [] : await store.reapDeadNodes(thresholdMs, now);
     for (const d of deadNodes) {
       unknown.delete(d.nodeId);
       permitsFreed += d.permitsFreed;

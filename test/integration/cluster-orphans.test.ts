@@ -11,6 +11,11 @@ import type { Pawl } from "../../src/index.js";
 import { completeJobs } from "../../src/store/finish-jobs.js";
 import { tablesFor } from "../../src/store/sql.js";
 import { ManualClock } from "../../src/clock.js";
+import { OrphanSweeper } from "../../src/cluster/orphan-sweeper.js";
+import { LeaseManager } from "../../src/cluster/lease.js";
+import { PawlEventEmitter } from "../../src/events.js";
+import { silentLogger } from "../../src/logger.js";
+import type { ClusterStore } from "../../src/store/cluster-store.js";
 import { clusterNode, insertNode, insertPermit, insertRunning, jobStates } from "../cluster/helpers.js";
 
 let schema: string;
@@ -149,6 +154,40 @@ describe("orphan recovery", () => {
     expect((await sweeper.runOnce()).recovered).toEqual([]);
     clock.advance(300);
     expect((await sweeper.runOnce()).recovered.map((j) => j.id)).toEqual([late]);
+  });
+
+  it("recovers a node that crosses the threshold between the recovery's read and the reaper in that sweep", async () => {
+    const { store, end } = clusterNode(schema, "unused", {});
+    ends.push(end);
+    const events = new PawlEventEmitter();
+    // The real store, with the node ageing past the threshold just before the reaper reads it: the
+    // recovery's gate saw a live node, the reaper marks it dead (a race of milliseconds, made certain).
+    const racing: ClusterStore = Object.create(store, {
+      reapDeadNodes: {
+        value: async (thresholdMs: number, now: Date | null) => {
+          await insertNode(pool, schema, "crossing", 10_000);
+          return store.reapDeadNodes(thresholdMs, now);
+        },
+      },
+    });
+    const clock = new ManualClock(1_000_000);
+    const sweeper = new OrphanSweeper({
+      store: racing,
+      nodeId: "racer",
+      thresholdMs: 3000,
+      nodeRetentionMs: 60_000,
+      leases: new LeaseManager({ store: racing, owner: "racer", ttlMs: 30_000, clock, events }),
+      clock,
+      events,
+      logger: silentLogger,
+    });
+    expect((await sweeper.runOnce()).recovered).toEqual([]); // the first sweep reads everything
+    await insertNode(pool, schema, "crossing", 0);
+    const [held] = await insertRunning(pool, schema, "crossing", 1);
+    clock.advance(250); // well within the threshold: this sweep's recovery reads only for stale nodes
+    const r = await sweeper.runOnce();
+    expect(r.deadNodes.find((d) => d.nodeId === "crossing")?.newlyDead).toBe(true);
+    expect(r.recovered.map((j) => j.id)).toEqual([held]);
   });
 
   it("recovers in batches and deletes dead node rows after the retention", async () => {
