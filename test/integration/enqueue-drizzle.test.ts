@@ -11,6 +11,7 @@ import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { integer, pgSchema } from "drizzle-orm/pg-core";
 import type { PawlClient, SqlClient } from "../../src/index.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
+import { describeSqlClientAdapter } from "./sql-client-adapter-tests.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -85,54 +86,12 @@ describe("the SQL function through drizzle's execute", () => {
   });
 });
 
-describe("pawl.enqueue through the drizzle adapter", () => {
-  it("commits with the transaction: enqueue, enqueueMany and a batch", async () => {
-    const { job, many, batch } = await db.transaction(async (tx) => {
-      await tx.insert(orders).values({ id: 3 });
-      const client = drizzleClient(tx);
-      const job = await pawl.enqueue("order.confirm", { orderId: 3 }, { client, uniqueKey: "order:3" });
-      const many = await pawl.enqueueMany([{ type: "order.audit", payload: { orderId: 3 } }], { client });
-      // Array parameters (the children's payloads) and a parameter used twice go through as well.
-      const batch = await pawl.batch({
-        type: "order.line",
-        items: [{ line: 1 }, { line: 2 }],
-        onComplete: { type: "order.lines-done" },
-        client,
-      });
-      expect(await pawl.getJob(job.id)).toBeNull(); // not visible outside the transaction yet
-      return { job, many, batch };
-    });
-    expect(await orderExists(3)).toBe(true);
-    expect(await pawl.getJob(job.id)).toMatchObject({ status: "PENDING", uniqueKey: "order:3" });
-    // drizzle returns timestamps as text: the job read back through it still has Dates.
-    expect(job.scheduledTime).toBeInstanceOf(Date);
-    expect(job.createdAt.getTime()).toBe((await pawl.getJob(job.id))!.createdAt.getTime());
-    expect(await pawl.getJob(many[0]!.id)).toMatchObject({ type: "order.audit" });
-    expect(await pawl.getFlow(batch.flowId)).toMatchObject({ kind: "batch", total: 2 });
-    expect(await pawl.getJob(batch.completionJobId!)).toMatchObject({ status: "WAITING" });
-  });
-
-  it("rolls back with the transaction", async () => {
-    let ids: string[] = [];
-    await expect(
-      db.transaction(async (tx) => {
-        await tx.insert(orders).values({ id: 4 });
-        const client = drizzleClient(tx);
-        const job = await pawl.enqueue("order.confirm", { orderId: 4 }, { client });
-        const chain = await pawl.chain([{ type: "order.a" }, { type: "order.b" }], { client });
-        ids = [job.id, ...chain.jobIds];
-        throw new Error("abandoned");
-      }),
-    ).rejects.toThrow("abandoned");
-    expect(ids).toHaveLength(3);
-    expect(await orderExists(4)).toBe(false);
-    for (const id of ids) expect(await pawl.getJob(id)).toBeNull();
-  });
-
-  it("returns the live job for a taken unique key", async () => {
-    const again = await db.transaction((tx) =>
-      pawl.enqueue("order.confirm", { orderId: 3 }, { client: drizzleClient(tx), uniqueKey: "order:3" }),
-    );
-    expect(again.inserted).toBe(false);
-  });
-});
+describeSqlClientAdapter("drizzle", () => ({
+  pawl,
+  orderExists,
+  inTransaction: (orderId, fn) =>
+    db.transaction(async (tx) => {
+      await tx.insert(orders).values({ id: orderId });
+      return fn(drizzleClient(tx));
+    }),
+}));

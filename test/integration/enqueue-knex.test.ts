@@ -9,6 +9,7 @@ import knexFactory, { type Knex } from "knex";
 import type { PawlClient, SqlClient } from "../../src/index.js";
 import { databaseUrl } from "../helpers/db.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
+import { describeSqlClientAdapter } from "./sql-client-adapter-tests.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -85,51 +86,12 @@ describe("the SQL function through knex.raw", () => {
   });
 });
 
-describe("pawl.enqueue through the knex adapter", () => {
-  it("commits with the transaction: enqueue, enqueueMany and a batch", async () => {
-    const { job, many, batch } = await knex.transaction(async (trx) => {
-      await trx(`${schema}.orders`).insert({ id: 3 });
-      const client = knexClient(trx);
-      const job = await pawl.enqueue("order.confirm", { orderId: 3 }, { client, uniqueKey: "order:3" });
-      const many = await pawl.enqueueMany([{ type: "order.audit", payload: { orderId: 3 } }], { client });
-      // Array parameters (the children's payloads) and a parameter used twice go through as well.
-      const batch = await pawl.batch({
-        type: "order.line",
-        items: [{ line: 1 }, { line: 2 }],
-        onComplete: { type: "order.lines-done" },
-        client,
-      });
-      expect(await pawl.getJob(job.id)).toBeNull(); // not visible outside the transaction yet
-      return { job, many, batch };
-    });
-    expect(await orderExists(3)).toBe(true);
-    expect(await pawl.getJob(job.id)).toMatchObject({ status: "PENDING", uniqueKey: "order:3" });
-    expect(await pawl.getJob(many[0]!.id)).toMatchObject({ type: "order.audit" });
-    expect(await pawl.getFlow(batch.flowId)).toMatchObject({ kind: "batch", total: 2 });
-    expect(await pawl.getJob(batch.completionJobId!)).toMatchObject({ status: "WAITING" });
-  });
-
-  it("rolls back with the transaction", async () => {
-    let ids: string[] = [];
-    await expect(
-      knex.transaction(async (trx) => {
-        await trx(`${schema}.orders`).insert({ id: 4 });
-        const client = knexClient(trx);
-        const job = await pawl.enqueue("order.confirm", { orderId: 4 }, { client });
-        const chain = await pawl.chain([{ type: "order.a" }, { type: "order.b" }], { client });
-        ids = [job.id, ...chain.jobIds];
-        throw new Error("abandoned");
-      }),
-    ).rejects.toThrow("abandoned");
-    expect(ids).toHaveLength(3);
-    expect(await orderExists(4)).toBe(false);
-    for (const id of ids) expect(await pawl.getJob(id)).toBeNull();
-  });
-
-  it("returns the live job for a taken unique key", async () => {
-    const again = await knex.transaction((trx) =>
-      pawl.enqueue("order.confirm", { orderId: 3 }, { client: knexClient(trx), uniqueKey: "order:3" }),
-    );
-    expect(again.inserted).toBe(false);
-  });
-});
+describeSqlClientAdapter("knex", () => ({
+  pawl,
+  orderExists,
+  inTransaction: (orderId, fn) =>
+    knex.transaction(async (trx) => {
+      await trx(`${schema}.orders`).insert({ id: orderId });
+      return fn(knexClient(trx));
+    }),
+}));
