@@ -20,8 +20,10 @@
  *             on stdout and the JSON in FILE)
  * pawl:       --keep-succeeded false      pawl deletes succeeded rows (createPawl's keepSucceeded: false);
  *                                         same as PAWL_BENCH_KEEP_SUCCEEDED=false
- *             --tracing on|unsampled|off  pawl with OpenTelemetry tracing (the SDK, a no-op exporter; jobs
- *                                         carry a producer's trace context; unsampled: AlwaysOffSampler);
+ *             --tracing on|unsampled|off|sdk-span
+ *                                         pawl with OpenTelemetry tracing (the SDK, a no-op exporter; jobs
+ *                                         carry a producer's trace context; unsampled: AlwaysOffSampler;
+ *                                         sdk-span: pawl's tracing off, the handler starts one bare span);
  *                                         same as PAWL_BENCH_TRACING=on
  * Database:   --database-url URL, else BENCH_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/pawl_bench
  *             (created when missing; a dedicated database lets the bench count PostgreSQL's CPU).
@@ -32,6 +34,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { runChild } from "./lib/child.js";
 import { benchDatabaseUrl, databaseName, ensureDatabase, median, round } from "./lib/common.js";
+import { benchTracingModes } from "./lib/bench-tracing.js";
 import { dec, int, ratio, renderTable } from "./lib/table.js";
 import type {
   DrainMeasurement,
@@ -124,8 +127,8 @@ if (flags["keep-succeeded"] !== undefined) {
 }
 
 if (flags.tracing !== undefined) {
-  if (flags.tracing !== "on" && flags.tracing !== "off" && flags.tracing !== "unsampled") {
-    console.error(`--tracing must be on, unsampled or off, got ${flags.tracing}`);
+  if (!(benchTracingModes as readonly string[]).includes(flags.tracing)) {
+    console.error(`--tracing must be one of ${benchTracingModes.join(", ")}, got ${flags.tracing}`);
     process.exit(2);
   }
   process.env.PAWL_BENCH_TRACING = flags.tracing;

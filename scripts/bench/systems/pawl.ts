@@ -5,6 +5,8 @@
 import pg from "pg";
 import { createPawl, type Pawl } from "../../../dist/src/index.js";
 import {
+  benchHandler,
+  benchPawlTracing,
   benchTraceContextSql,
   benchTracing,
   flushBenchTracing,
@@ -81,8 +83,10 @@ export class PawlSystem implements BenchSystem {
       ...(options.mode === "latency" ? { pollIntervalMs: 30_000 } : {}),
       // PAWL_BENCH_KEEP_SUCCEEDED=false measures the mode that deletes succeeded rows (issue 16).
       ...(process.env.PAWL_BENCH_KEEP_SUCCEEDED === "false" ? { keepSucceeded: false } : {}),
+      // --tracing sdk-span: the SDK is registered but pawl does not trace (lib/bench-tracing.ts).
+      ...(benchPawlTracing ? {} : { tracing: false }),
     });
-    const handler = options.handler;
+    const handler = benchHandler(options.handler);
     // A retry is due at once (baseMs 0), the fastest pawl can be told to retry: the mixed workload times
     // the failure path, not a backoff.
     node.register("noop", (payload: { i: number }) => handler(payload.i), {
