@@ -20,15 +20,14 @@
  *
  * The schema is dropped at the end (also on failure), unless `--keep`. Not a test: it takes a minute or two.
  */
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { cpus, loadavg } from "node:os";
 import pg from "pg";
-import { chromium } from "playwright-core";
 import { createPawl } from "../../src/index.js";
 import { tablesFor } from "../../src/store/sql.js";
 import { createConsole, createInspector, createMetrics, serveMetrics } from "../../observability/index.js";
 import { benchDatabaseUrl, ensureDatabase } from "./lib/common.js";
+import { findChromium, launchChromium } from "../lib/chromium.js";
 
 const args = process.argv.slice(2).filter((a) => a !== "--keep");
 /** `--keep`: leave the schema in place (its name is printed) to EXPLAIN a page's reads afterwards. */
@@ -38,12 +37,9 @@ const finished = Number(args[1] ?? 200_000);
 const runs = 5;
 
 function chromiumPath(): string {
-  if (process.env.PAWL_CHROMIUM) return process.env.PAWL_CHROMIUM;
-  try {
-    return execFileSync("which", ["chromium"], { encoding: "utf8" }).trim();
-  } catch {
-    throw new Error("no chromium found: apt-get install -y chromium, or set PAWL_CHROMIUM");
-  }
+  const found = findChromium();
+  if (!found) throw new Error("no chromium found: apt-get install -y chromium, or set PAWL_CHROMIUM");
+  return found;
 }
 
 const median = (xs: number[]) => {
@@ -98,7 +94,7 @@ async function main(): Promise<void> {
   const schema = `bench_console_${randomBytes(3).toString("hex")}`;
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   const node = createPawl({ connectionString: url, schema, concurrency: 2 });
-  let browser: Awaited<ReturnType<typeof chromium.launch>> | undefined;
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   let server: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   try {
     await node.migrate();
@@ -153,18 +149,7 @@ async function main(): Promise<void> {
       ["actors", "/console/actors"],
     ];
 
-    browser = await chromium.launch({
-      executablePath: chromiumPath(),
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium(chromiumPath());
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     const rows: string[] = [];
     for (const [name, path] of pages) {

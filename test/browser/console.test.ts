@@ -2,34 +2,30 @@
  * The console in a real headless Chromium (Debian's `chromium`, driven by playwright-core; no browser
  * download). An operator finds a DEAD job, reads its errors and its explain answer, retries it and sees
  * it succeed; pauses a queue and sees the explain answer name the pause; and, on a read-only console,
- * finds no retry button and has the POST refused. Every page is saved to docs/console/*.png, so the
- * screenshots in the docs come from this test and never go stale.
+ * finds no retry button and has the POST refused. Every page is screenshotted; with
+ * PAWL_UPDATE_SCREENSHOTS=1 into docs/console/*.png, so the pictures in the docs come from this test.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { NonRetryableError, type Pawl } from "../../src/index.js";
 import { createConsole, createInspector, createMetrics, serveMetrics } from "../../observability/index.js";
 import type { MetricsServer } from "../../observability/index.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
+import { findChromium, launchChromium } from "../../scripts/lib/chromium.js";
 
-const shots = new URL("../../docs/console/", import.meta.url).pathname;
+/**
+ * Where the screenshots go: docs/console/ with PAWL_UPDATE_SCREENSHOTS=1 (how the docs' pictures are
+ * refreshed), else a temporary directory, so a test run never rewrites tracked files.
+ */
+const updateShots = process.env.PAWL_UPDATE_SCREENSHOTS === "1";
+const shots = updateShots
+  ? new URL("../../docs/console/", import.meta.url).pathname
+  : join(mkdtempSync(join(tmpdir(), "pawl-console-")), "/");
 const token = "browser-test-token";
-
-/** The system's chromium: $PAWL_CHROMIUM, else the first of the usual names on PATH. */
-function findChromium(): string | null {
-  if (process.env.PAWL_CHROMIUM && existsSync(process.env.PAWL_CHROMIUM)) return process.env.PAWL_CHROMIUM;
-  for (const name of ["chromium", "chromium-browser", "google-chrome"]) {
-    try {
-      return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim() || null;
-    } catch {
-      // not this one
-    }
-  }
-  return null;
-}
 
 const executablePath = findChromium();
 if (!executablePath) {
@@ -81,18 +77,7 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
     });
     readOnly = await serveMetrics(metrics, { port: 0, console: createConsole(node, { token }) });
     mkdirSync(shots, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: executablePath as string,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium(executablePath as string);
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   });
 
@@ -102,6 +87,7 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
     await readOnly?.close();
     await node?.close();
     await cleanup?.();
+    if (!updateShots) rmSync(shots, { recursive: true, force: true });
     if (Object.keys(loadTimes).length > 0) console.log("console page load times (ms):", loadTimes);
   });
 
