@@ -16,7 +16,7 @@ import pg from "pg";
 import { createPawl } from "../../dist/src/index.js";
 import { benchDatabaseUrl } from "./lib/common.js";
 import { insertJobs, resetSchema } from "./pawl-drain.js";
-import { registerBenchTracing } from "./lib/bench-tracing.js";
+import { benchHandler, benchPawlTracing, registerBenchTracing } from "./lib/bench-tracing.js";
 
 const { values: flags } = parseArgs({
   options: {
@@ -96,11 +96,20 @@ if (flags.summarise) {
   await insertJobs(admin, schema, jobs);
   await admin.query(`VACUUM ANALYZE "${schema}".scheduler_job_queue`);
   registerBenchTracing(); // PAWL_BENCH_TRACING=on: the SDK with a no-op exporter (lib/bench-tracing.ts)
-  const node = createPawl({ connectionString: url, schema, concurrency: Number(flags.concurrency) });
-  let ran = 0;
-  node.register("noop", (payload: { i: number }) => {
-    ran += payload.i >= 0 ? 1 : 0;
+  const node = createPawl({
+    connectionString: url,
+    schema,
+    concurrency: Number(flags.concurrency),
+    // PAWL_BENCH_TRACING=sdk-span: the SDK is registered, pawl does not trace, the handler starts a span.
+    ...(benchPawlTracing ? {} : { tracing: false }),
   });
+  let ran = 0;
+  node.register(
+    "noop",
+    benchHandler((payload: { i: number }) => {
+      ran += payload.i >= 0 ? 1 : 0;
+    }),
+  );
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await node.start();
