@@ -22,9 +22,7 @@ import { findChromium, launchChromium } from "../../scripts/lib/chromium.js";
  * refreshed), else a temporary directory, so a test run never rewrites tracked files.
  */
 const updateShots = process.env.PAWL_UPDATE_SCREENSHOTS === "1";
-const shots = updateShots
-  ? new URL("../../docs/console/", import.meta.url).pathname
-  : join(mkdtempSync(join(tmpdir(), "pawl-console-")), "/");
+let shots: string;
 const token = "browser-test-token";
 
 const executablePath = findChromium();
@@ -76,6 +74,9 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
       console: createConsole(node, { token, actions: true }),
     });
     readOnly = await serveMetrics(metrics, { port: 0, console: createConsole(node, { token }) });
+    shots = updateShots
+      ? new URL("../../docs/console/", import.meta.url).pathname
+      : join(mkdtempSync(join(tmpdir(), "pawl-console-")), "/");
     mkdirSync(shots, { recursive: true });
     browser = await launchChromium(executablePath as string);
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
@@ -87,7 +88,7 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
     await readOnly?.close();
     await node?.close();
     await cleanup?.();
-    if (!updateShots) rmSync(shots, { recursive: true, force: true });
+    if (shots && !updateShots) rmSync(shots, { recursive: true, force: true });
     if (Object.keys(loadTimes).length > 0) console.log("console page load times (ms):", loadTimes);
   });
 
