@@ -20,6 +20,7 @@ import type { RequestHandler } from "../inspector.js";
 import { flowPage, flowsPage } from "./flow-pages.js";
 import { layout, type Html, type PageContext } from "./html.js";
 import { overviewPage } from "./overview-page.js";
+import { pageFailure } from "./page-failure.js";
 import {
   actorsPage,
   breakersPage,
@@ -146,7 +147,9 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     const done = (p: Promise<void>) =>
       p.catch((error: unknown) => {
         if (res.headersSent) return res.end();
-        send(res, 500, "text/plain", `console: ${error instanceof Error ? error.message : String(error)}\n`);
+        const failure = pageFailure(error);
+        for (const [name, value] of Object.entries(failure.headers)) res.setHeader(name, value);
+        send(res, failure.status, "text/plain", failure.body);
       });
     if (req.method === "POST") {
       done(post(req, res, route));
