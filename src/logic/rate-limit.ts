@@ -18,6 +18,7 @@
  * loop: every refusal pushes its job at least to the next opening).
  */
 import { ValidationError } from "../errors.js";
+import { textProblem } from "../input-text.js";
 
 /** The longest value a key function may return (characters). */
 export const maxRateLimitKeyLength = 200;
@@ -104,7 +105,9 @@ export const queueRateKey = (queue: string): string => `queue:${queue}`;
 
 /**
  * The key a key function's result names, or a clear error for a value that cannot be one (not a string,
- * empty, or longer than {@link maxRateLimitKeyLength}). Returned, not thrown: it costs that job alone.
+ * empty, longer than {@link maxRateLimitKeyLength}, or text PostgreSQL cannot store: a NUL, or half of a
+ * surrogate pair from a cut through an emoji). Returned, not thrown: it costs that job alone, where a key
+ * the store refused would fail its admission on every claim and bring the job back forever.
  */
 export function namedRateKey(type: string, value: unknown): string | Error {
   if (typeof value !== "string" || value.length === 0 || value.length > maxRateLimitKeyLength) {
@@ -113,6 +116,9 @@ export function namedRateKey(type: string, value: unknown): string | Error {
         `it must return a string of 1 to ${maxRateLimitKeyLength} characters`,
     );
   }
+  const problem = textProblem(value);
+  if (problem !== null)
+    return new TypeError(`the rateLimit key of ${type} returned ${describe(value)}: ${problem}`);
   return `key:${value}`;
 }
 

@@ -109,6 +109,10 @@ describe("rate limits", () => {
         perMs: 60_000,
         key: (p: { tenant: unknown }) => {
           if (p.tenant === "boom") throw new Error("no tenant");
+          // Keys PostgreSQL cannot store (a payload cannot hold them, a key function can make them): a NUL,
+          // and a cut through an emoji's surrogate pair.
+          if (p.tenant === "nul") return "nul\u0000";
+          if (p.tenant === "cut:😀") return p.tenant.slice(0, 5);
           return p.tenant as string;
         },
       },
@@ -117,13 +121,13 @@ describe("rate limits", () => {
     await n.start();
     const rescheduled = new Map<string, number>();
     n.on("job:rescheduled", (e) => rescheduled.set(e.job.id, e.delayMs));
-    const tenants = ["a", "a", "b", "b", "a", "boom", 42];
+    const tenants = ["a", "a", "b", "b", "a", "boom", 42, "nul", "cut:😀"];
     const jobs = await n.enqueueMany(tenants.map((tenant) => ({ type: "per-tenant", payload: { tenant } })));
     const ids = (tenant: unknown) => jobs.filter((_, i) => tenants[i] === tenant).map((j) => j.id);
     // Tenant a has three jobs for two starts a minute: which one waits is the admissions' race.
     const refusedA = n.events.next("job:rescheduled", (e) => ids("a").includes(e.job.id), 15_000);
     const done = (id: string) => n!.waitFor(id, { timeoutMs: 15_000 });
-    await Promise.all([...ids("b"), ...ids("boom"), ...ids(42)].map(done));
+    await Promise.all([...ids("b"), ...ids("boom"), ...ids(42), ...ids("nul"), ...ids("cut:😀")].map(done));
     await refusedA.catch(() => undefined);
     const waiting = ids("a").filter((id) => rescheduled.has(id));
     expect(waiting).toHaveLength(1);
@@ -142,6 +146,14 @@ describe("rate limits", () => {
     expect((await n.getJob(ids(42)[0] as string))?.lastError).toMatch(
       /returned 42: it must return a string of 1 to 200 characters/,
     );
+    for (const [tenant, what] of [
+      ["nul", /returned "nul\\u0000": it contains U\+0000 \(NUL\) at index 3/],
+      ["cut:😀", /returned "cut:\\ud83d": it contains U\+D83D \(a lone high surrogate\) at index 4/],
+    ] as const) {
+      const job = await n.getJob(ids(tenant)[0] as string);
+      expect(job).toMatchObject({ status: "DEAD", attempts: 1 });
+      expect(job?.lastError).toMatch(what);
+    }
     expect(await starts("key:a")).toHaveLength(2);
     expect(await starts("key:b")).toHaveLength(2);
   });

@@ -86,6 +86,21 @@ describe("namedRateKey: a key function's value", () => {
   );
 });
 
+describe("namedRateKey: text PostgreSQL cannot store", () => {
+  it.each([
+    ["nul\u0000", /returned "nul\\u0000": it contains U\+0000 \(NUL\) at index 3/],
+    ["\uD83D", /returned "\\ud83d": it contains U\+D83D \(a lone high surrogate\) at index 0/],
+    ["x\uDE00", /returned "x\\ude00": it contains U\+DE00 \(a lone low surrogate\) at index 1/],
+  ])("%j is an error for that job", (value, message) => {
+    const r = namedRateKey("api.call", value);
+    expect(r).toBeInstanceOf(TypeError);
+    expect((r as Error).message).toMatch(message);
+  });
+  it("a whole surrogate pair is a key", () => {
+    expect(namedRateKey("t", "tenant-😀")).toBe("key:tenant-😀");
+  });
+});
+
 describe("spreadAt: limit jobs per window, evenly, in refusal order", () => {
   it.each([
     // base, k, limit, perMs -> at
