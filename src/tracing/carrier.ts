@@ -5,6 +5,7 @@
  * the W3C `traceparent` itself, so a job's attempt continues its producer's trace whatever the setup.
  */
 import type { Context, Span, SpanContext } from "@opentelemetry/api";
+import { textProblem } from "../input-text.js";
 import type { OtelApi } from "./otel-api.js";
 
 /** The largest carrier stored (JSON text); a larger one (a big baggage) keeps only traceparent and tracestate. */
@@ -19,6 +20,13 @@ export function injectCarrier(api: OtelApi, ctx: Context, span: Span): string | 
     api.propagation.inject(ctx, carrier);
   } catch {
     // a propagator that throws: the fallback below
+  }
+  // What a propagator wrote goes into a jsonb column: an entry PostgreSQL cannot store (a NUL, a lone
+  // surrogate, a value that is not a string) would fail the enqueue itself, so it is left out instead.
+  for (const key of Object.keys(carrier)) {
+    const value: unknown = carrier[key];
+    if (typeof value !== "string" || textProblem(key) !== null || textProblem(value) !== null)
+      delete carrier[key];
   }
   const sc = span.spanContext();
   if (typeof carrier.traceparent !== "string") {

@@ -104,6 +104,34 @@ describe("the carrier without a registered propagator", () => {
     await sdk.shutdown();
   });
 
+  it("leaves out what a propagator wrote that PostgreSQL cannot store, and keeps the rest", async () => {
+    const sdk = startTestTracing({ register: false });
+    const tracing = new PawlTracing(resolveTracing({ tracerProvider: sdk.provider })!);
+    const otel = (await tracing.ready())!;
+    const span = tracing.tracer()!.startSpan("send t");
+    const hostile: api.TextMapPropagator = {
+      inject: (_ctx, carrier: Record<string, unknown>) => {
+        carrier["x-ok"] = "fine";
+        carrier["x-nul"] = "a\u0000b";
+        carrier["x-half"] = "\uD83D";
+        carrier["x-\u0000key"] = "v";
+        carrier["x-number"] = 7;
+      },
+      extract: (ctx) => ctx,
+      fields: () => [],
+    };
+    otel.propagation.setGlobalPropagator(hostile);
+    try {
+      const json = injectCarrier(otel, otel.trace.setSpan(otel.ROOT_CONTEXT, span), span)!;
+      expect(Object.keys(JSON.parse(json) as object).sort()).toEqual(["traceparent", "x-ok"]);
+      expect(json).not.toMatch(/\\u0000|\\ud83d/i);
+    } finally {
+      otel.propagation.disable();
+      span.end();
+      await sdk.shutdown();
+    }
+  });
+
   it.each([[null], ["text"], [[1]], [{}], [{ traceparent: "00-zz-11-01" }], [{ traceparent: 7 }]])(
     "reads %j as no context",
     (value) => {
