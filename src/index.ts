@@ -102,6 +102,7 @@ export type {
   LockRow,
 } from "./cluster/index.js";
 export type { MissedFirePolicy } from "./logic/cron.js";
-export { describeReason, explainJob } from "./logic/explain.js";
+export { explainJob } from "./logic/explain.js";
+export { describeReason } from "./logic/explain-text.js";
 export type { Explanation, ExplainReason } from "./logic/explain.js";
 export type { ExplainFacts, NodeRegistry } from "./logic/explain-facts.js";

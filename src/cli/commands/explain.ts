@@ -1,5 +1,5 @@
 /** `pawl explain <id>`: why a job is (or is not) running now, one reason a line (src/logic/explain.ts). */
-import { describeReason } from "../../logic/explain.js";
+import { describeReason } from "../../logic/explain-text.js";
 import { flagOpt, idValue, jsonOption } from "../args.js";
 import type { Command } from "../command.js";
 import { json } from "../format.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { describeReason, duration, explainJob, type ExplainReason } from "../../../src/logic/explain.js";
+import { explainJob, type ExplainReason } from "../../../src/logic/explain.js";
+import { describeReason, duration } from "../../../src/logic/explain-text.js";
 import type { ExplainFacts, ExplainNode, NodeRegistry } from "../../../src/logic/explain-facts.js";
 
 const now = new Date("2030-01-01T12:00:00.000Z");
