@@ -27,7 +27,7 @@ import {
   type ClaimRow,
 } from "./claim-jobs.js";
 import { claimableSql } from "./lease-sql.js";
-import type { ClaimedPosition, Position, SeekTarget, WindowRow } from "./claim-cursor-state.js";
+import type { ClaimedPosition, Position, SeekTarget, WindowRow } from "./claim-positions.js";
 import { named, type Queryable, type Tables } from "./sql.js";
 
 const now = claimNowSql;

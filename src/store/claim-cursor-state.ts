@@ -8,43 +8,21 @@
  * `fullDiscoveryMaxMs`, and any claim (or a full pass that sees a due candidate) brings it back to
  * `fullDiscoveryMs` ({@link nextFullInterval}).
  *
- * Positions are (scheduled_time, id) with the scheduled time in epoch **microseconds** as a bigint:
+ * Positions (./claim-positions.ts) are (scheduled_time, id) with the scheduled time in epoch **microseconds** as a bigint:
  * PostgreSQL keeps microseconds and a JS Date only milliseconds, so a cursor held as a Date could skip or
  * repeat rows that share a millisecond.
  */
 import { effectivePriority } from "../logic/age-boost.js";
-
-/** A place in one priority level's claim order: `(scheduled_time, id)`, the time in epoch microseconds. */
-export interface Position {
-  /** scheduled_time in microseconds since the epoch. */
-  us: bigint;
-  /** The job id. */
-  id: bigint;
-}
-
-/** Orders positions as the claim index does inside one level: scheduled time, then id. */
-export function comparePositions(a: Position, b: Position): number {
-  if (a.us !== b.us) return a.us < b.us ? -1 : 1;
-  return a.id === b.id ? 0 : a.id < b.id ? -1 : 1;
-}
-
-/** The lower of two positions (a seek from it sees everything either would). */
-export function minPosition(a: Position, b: Position): Position {
-  return comparePositions(a, b) <= 0 ? a : b;
-}
-
-/** The position just before `p`: a seek `> before(p)` starts with the row at `p` (ids are integers). */
-export function positionBefore(p: Position): Position {
-  return { us: p.us, id: p.id - 1n };
-}
-
-/** Epoch microseconds as ISO-8601 text with all six fractional digits (`2026-01-01T12:00:00.123456Z`). */
-export function usToIso(us: bigint): string {
-  const ms = us / 1000n - (us % 1000n < 0n ? 1n : 0n);
-  const iso = new Date(Number(ms)).toISOString(); // ...:ss.mmmZ
-  const micros = ((us % 1000n) + 1000n) % 1000n;
-  return `${iso.slice(0, -1)}${micros.toString().padStart(3, "0")}Z`;
-}
+import {
+  comparePositions,
+  minPosition,
+  positionBefore,
+  type FullOutcome,
+  type PassOutcome,
+  type Position,
+  type SeekTarget,
+  type WindowRow,
+} from "./claim-positions.js";
 
 /**
  * `ms` shortened by up to `fraction` of itself, so nodes that booted together drift apart instead of
@@ -83,45 +61,6 @@ export function nextFullInterval(
 
 /** What a poll does: seek past the cursors, a floored or full discovery pass, or nothing at all. */
 export type PassKind = "seek" | "floored" | "full" | "skip";
-
-/** One level's seek in a claim statement: rows of `priority` strictly after `after`. */
-export interface SeekTarget {
-  priority: number;
-  after: Position;
-}
-
-/** A row of the floored pass's window: PENDING and due, above the id floor. */
-export interface WindowRow {
-  id: bigint;
-  priority: number;
-  us: bigint;
-}
-
-/** A claimed row's level and position. */
-export interface ClaimedPosition {
-  priority: number;
-  pos: Position;
-}
-
-/** What a claim statement reports back, whatever the pass. */
-export interface PassOutcome {
-  /** The rows it claimed. */
-  claimed: readonly ClaimedPosition[];
-  /** Per level that had candidates in the statement's seeks (or the full pass's scans): the first one. */
-  heads: ReadonlyMap<number, Position>;
-  /** The limit the statement was given. */
-  limit: number;
-  /** The database's now() for the statement, in epoch microseconds. */
-  nowUs: bigint;
-}
-
-/** What only a full pass reports. */
-export interface FullOutcome extends PassOutcome {
-  /** The table's highest id at the pass (null when the table is empty). */
-  highId: bigint | null;
-  /** Every priority level that had PENDING rows (due or not). */
-  levels: readonly number[];
-}
 
 /** Taken by {@link CursorState.begin} before a pass, handed back after it. */
 export interface PassToken {

@@ -22,7 +22,8 @@ import type { ClaimedJob } from "./claim-jobs.js";
 import type { Claimer, ClaimerOptions } from "./claimer.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import { flooredClaim, fullPassClaim, seekClaim, type CursorClaimArgs } from "./claim-cursor-sql.js";
-import { CursorState, usToIso, type PassKind, type PassToken } from "./claim-cursor-state.js";
+import { CursorState, type PassKind, type PassToken } from "./claim-cursor-state.js";
+import { usToIso } from "./claim-positions.js";
 
 /** The floored pass's default window (rows read above the id floor). */
 export const defaultDiscoveryWindow = 500;

@@ -5,7 +5,8 @@ import { JobStore } from "../../src/index.js";
 import { ManualClock } from "../../src/clock.js";
 import { buildNewJob } from "../../src/enqueue-input.js";
 import { CursorClaimer, type CursorClaimerOptions } from "../../src/store/claim-cursor.js";
-import { pickWindow, type WindowRow } from "../../src/store/claim-cursor-state.js";
+import { pickWindow } from "../../src/store/claim-cursor-state.js";
+import type { WindowRow } from "../../src/store/claim-positions.js";
 import { setupSchema } from "../helpers/pawl.js";
 
 let schema: string;

@@ -1,16 +1,13 @@
 import { describe, expect, it } from "vitest";
+import { CursorState, jitterDown, nextFullInterval, pickWindow } from "../../src/store/claim-cursor-state.js";
 import {
-  CursorState,
   comparePositions,
-  jitterDown,
-  nextFullInterval,
-  pickWindow,
   positionBefore,
   usToIso,
   type FullOutcome,
   type PassOutcome,
   type Position,
-} from "../../src/store/claim-cursor-state.js";
+} from "../../src/store/claim-positions.js";
 
 const pos = (us: number, id: number): Position => ({ us: BigInt(us), id: BigInt(id) });
 const state = (random: () => number = () => 0) =>
