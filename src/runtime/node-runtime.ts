@@ -4,62 +4,33 @@
  * coordinator and the event stream. It holds the node's lanes of claimed jobs (src/runtime/lanes.ts: one
  * catch-all lane, or one per queue with `queues`; the same code either way) and the free-slot list; every
  * decision stays in the machines and the pure functions they call. Whether the node drains is the node
- * machine's state, read from its snapshot.
+ * machine's state, read from its snapshot. The parts it holds are built and wired to one another in
+ * ./node-parts.ts.
  * Pawl.start() (src/pawl.ts) creates one per started node; it knows nothing of the client API.
  */
 import { createActor, type Actor, type AnyActorRef } from "xstate";
-import type { Coordinator, WakeupHint } from "../../coordinators/spi.js";
-import type { Clock } from "../clock.js";
-import { toError, type PawlEventEmitter } from "../events.js";
-import type { Logger } from "../logger.js";
+import type { WakeupHint } from "../../coordinators/spi.js";
+import { toError } from "../events.js";
 import { nodeMachine } from "../machines/node-machine.js";
 import type { CancelResult } from "../store/cancel-job.js";
-import type { NodeStore } from "../store/job-store.js";
-import { RateGate } from "./rate-gate.js";
+import type { RateGate } from "./rate-gate.js";
 import { finishAttempt, type FinishDeps } from "./finish-attempt.js";
 import type { AttemptTracer } from "./attempt-tracer.js";
 import { newJobRun, type JobRun } from "./job-run.js";
-import { OutcomeWriter } from "./outcome-writer.js";
+import type { OutcomeWriter } from "./outcome-writer.js";
 import type { OutcomeSink } from "../store/outcome-sink.js";
-import { DueNotes, type DueRow } from "./due-notes.js";
-import type { JobType } from "./registry.js";
-import type { ResolvedRuntimeOptions } from "./runtime-config.js";
-import { SlotPool } from "./slot-pool.js";
+import type { DueNotes, DueRow } from "./due-notes.js";
+import type { SlotPool } from "./slot-pool.js";
 import { taskImplementations, type TaskHost } from "./task-implementations.js";
-import { ClassicClaimer, type Claimer, type ClaimerOptions } from "../store/claimer.js";
-import { BreakerGate } from "./breaker-gate.js";
-import { NodeLanes, type Buffered, type LaneView } from "./lanes.js";
-import { ClaimCycle } from "./claim-cycle.js";
+import type { Claimer } from "../store/claimer.js";
+import type { BreakerGate } from "./breaker-gate.js";
+import type { Buffered, LaneView, NodeLanes } from "./lanes.js";
+import type { ClaimCycle } from "./claim-cycle.js";
 import { drainNode } from "./node-drain.js";
-import { WatchdogArming } from "./watchdog-arming.js";
-import { CancelCheck } from "./cancel-check.js";
+import type { WatchdogArming } from "./watchdog-arming.js";
+import type { CancelCheck } from "./cancel-check.js";
 import { bufferMarks, type BufferMarks } from "./buffer-marks.js";
-
-/** What the runtime is built from. */
-export interface NodeRuntimeDeps {
-  nodeId: string;
-  concurrency: number;
-  prefetch: number;
-  claimMode: "full" | "lazy";
-  boostIntervalMs: number;
-  completionFlushMs: number;
-  options: ResolvedRuntimeOptions;
-  store: NodeStore;
-  types: ReadonlyMap<string, JobType>;
-  events: PawlEventEmitter;
-  logger: Logger;
-  clock: Clock;
-  coordinator: Coordinator;
-  /** Builds the node's claimer (the catch-all lane's: classic or claim cursors). */
-  createClaimer: (options: ClaimerOptions) => Claimer;
-  /** Traces attempts (src/tracing); null or absent: no tracing. */
-  tracer?: AttemptTracer | null;
-  /**
-   * Per-queue limits (`queues` of createPawl): one lane per queue, each with its own claim and slot budget
-   * (src/runtime/lanes.ts). Absent: one catch-all lane for every queue.
-   */
-  queues?: ReadonlyMap<string, number> | null;
-}
+import { buildNodeParts, type NodeRuntimeDeps } from "./node-parts.js";
 
 /** One node's running actor tree. Created by Pawl.start(). */
 export class NodeRuntime {
@@ -97,74 +68,25 @@ export class NodeRuntime {
     const { clock, logger, events } = deps;
     this.tracer = deps.tracer ?? null;
     this.marks = bufferMarks(deps.prefetch);
-    this.writer = new OutcomeWriter(deps.store, deps.nodeId, clock, logger, deps.completionFlushMs, (error) =>
-      events.emit("error", { where: "outcome-writer", error: toError(error) }),
-    );
-    this.slots = new SlotPool(deps.concurrency);
-    this.breakers = new BreakerGate({
-      actor: (id) => this.actor(id),
-      spawnLater: (input) => queueMicrotask(() => this.root.send({ type: "ADD_BREAKER", input })),
-      sendLater: (id, event) => this.sendLater(id, event),
-      configFor: (service) => deps.options.breakerFor(service),
-      clock,
-    });
-    this.rates = new RateGate({
-      store: deps.store,
-      clock,
-      events,
-      queueLimits: deps.options.queueRateLimits,
-    });
-    this.dues = new DueNotes({ clock, poller: () => this.actor("poller"), active: () => !this.draining });
-    this.outcomes = this.dues.noting(this.writer, (id) => this.runs.get(id)?.claimed.priority);
-    this.finishDeps = {
-      writer: this.outcomes,
-      events,
-      random: Math.random,
-      now: () => clock.now(),
-      breakerResult: (r, ok) => this.breakers.result(r, ok),
-      breakerRelease: (r) => this.breakers.release(r),
-    };
-    this.watchdogs = new WatchdogArming({
+    const parts = buildNodeParts(deps, {
       runs: this.runs,
-      clock,
-      sendLater: (id, event) => this.sendLater(id, event),
-    });
-    this.cancelCheck = new CancelCheck({
-      runs: this.runs,
-      buffered: (id) => this.lanes.has(id),
-      store: deps.store,
-      clock,
-      recheckMs: deps.options.cancelRecheckMs,
-      tellSlot: (slot) => this.actor(`slot-${slot}`)?.send({ type: "CANCEL" }),
-      onError: (error) => events.emit("error", { where: "cancel check", error: toError(error) }),
-    });
-    const claimerOptions: ClaimerOptions = {
-      store: deps.store,
-      nodeId: deps.nodeId,
-      boostIntervalMs: deps.boostIntervalMs,
-      withPayload: deps.claimMode === "full",
-      clock,
-    };
-    this.lanes = NodeLanes.build({
-      concurrency: deps.concurrency,
-      prefetch: deps.prefetch,
-      queues: deps.queues,
-      claimer: () => deps.createClaimer(claimerOptions),
-      queueClaimer: (queue) => new ClassicClaimer({ ...claimerOptions, queue }),
-    });
-    this.claims = new ClaimCycle({
-      clock,
-      events,
-      logger,
-      types: deps.types,
-      lanes: this.lanes,
-      dues: this.dues,
-      minDelayMs: deps.options.polling.minDelayMs,
-      utilization: () => this.slots.busy / deps.concurrency,
       actor: (id) => this.actor(id),
+      sendLater: (id, event) => this.sendLater(id, event),
+      spawnBreaker: (input) => this.root.send({ type: "ADD_BREAKER", input }),
       draining: () => this.draining,
       handBack: (jobs) => this.handBack(jobs),
     });
+    this.writer = parts.writer;
+    this.slots = parts.slots;
+    this.breakers = parts.breakers;
+    this.rates = parts.rates;
+    this.dues = parts.dues;
+    this.outcomes = parts.outcomes;
+    this.finishDeps = parts.finishDeps;
+    this.watchdogs = parts.watchdogs;
+    this.cancelCheck = parts.cancelCheck;
+    this.lanes = parts.lanes;
+    this.claims = parts.claims;
     const machine = nodeMachine.provide({ actors: taskImplementations(this.taskHost()) });
     this.root = createActor(machine, {
       input: {
