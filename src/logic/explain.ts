@@ -207,10 +207,15 @@ function runningAnswer(
   const nodeId = job.pickedBy ?? "";
   const node = facts.nodes.find((n) => n.nodeId === nodeId);
   if (!node || !node.alive) {
-    // The sweep recovers a dead node's rows once its heartbeat is past the threshold, at its next pass; a
-    // holder with no row at all is judged by the pick time instead (docs/cluster.md).
+    // The sweep recovers a dead node's rows once its heartbeat is past the threshold, at its next pass. A
+    // holder with no row at all is judged by the pick time instead, and only a sweep's full scan of the
+    // running rows finds it (the cheap gate reads node rows); a full scan runs once a threshold at most,
+    // so its bound is a threshold later (docs/cluster.md, src/cluster/orphan-sweeper.ts).
     const from = node?.heartbeatAt ?? job.pickedAt ?? facts.now;
-    const rescue = new Date(from.getTime() + facts.deadNodeThresholdMs + facts.orphanSweepIntervalMs);
+    const fullScanMs = node ? 0 : facts.deadNodeThresholdMs;
+    const rescue = new Date(
+      from.getTime() + facts.deadNodeThresholdMs + fullScanMs + facts.orphanSweepIntervalMs,
+    );
     return answer("orphaned", [
       { kind: "orphaned", nodeId, heartbeatAt: node?.heartbeatAt ?? null, expectedRescueAt: rescue },
     ]);

@@ -116,10 +116,10 @@ const table: [string, ExplainFacts, string, Partial<ExplainReason>[]][] = [
     [{ kind: "orphaned", nodeId: "b", heartbeatAt: at(-20_000), expectedRescueAt: at(-3000) }],
   ],
   [
-    "held by a node with no row: rescue from the pick time",
+    "held by a node with no row: from the pick time, by the next full scan (a threshold later at most)",
     facts({ job: { status: "RUNNING", pickedBy: "gone", pickedAt: at(-1000) } }),
     "orphaned",
-    [{ kind: "orphaned", nodeId: "gone", heartbeatAt: null, expectedRescueAt: at(16_000) }],
+    [{ kind: "orphaned", nodeId: "gone", heartbeatAt: null, expectedRescueAt: at(31_000) }],
   ],
   [
     "paused by itself",
