@@ -37,6 +37,17 @@ function node(coordinator: string, config: Parameters<typeof testNode>[1] = {}):
   return n;
 }
 
+/**
+ * Starts `n` and waits until its coordinator is connected (for Hazelcast: subscribed). start() alone
+ * resolves after `startTimeoutMs` (3 s) when the first connect is slow, as it can be on a loaded machine,
+ * and a hint published or sent meanwhile is dropped by design; these tests are about delivery.
+ */
+async function startConnected(n: Pawl): Promise<void> {
+  const connected = n.events.next("coordinator:connected", undefined, 30_000);
+  await n.start();
+  await connected;
+}
+
 /** A receiver that polls once at start and then sleeps for 30 s: only a wakeup can bring work early. */
 async function idleReceiver(coordinator: string, register: (n: Pawl) => void): Promise<Pawl> {
   const b = node(coordinator, {
@@ -47,7 +58,7 @@ async function idleReceiver(coordinator: string, register: (n: Pawl) => void): P
   });
   register(b);
   const firstPoll = b.events.next("poll");
-  await b.start();
+  await startConnected(b);
   await firstPoll;
   return b;
 }
@@ -57,7 +68,7 @@ describe.each(transports())("wakeups through the %s coordinator", (coordinator) 
     const type = `urgent-${randomBytes(3).toString("hex")}`;
     const b = await idleReceiver(coordinator, (n) => n.register(type, async () => "done"));
     const a = node(coordinator); // the producer does not run this type
-    await a.start();
+    await startConnected(a);
     const woken = b.events.next("wakeup", (e) => e.source === "coordinator", 5000);
     // Listened for before the enqueue: the receiver may run the job before the call returns.
     const succeeded = b.events.next("job:succeeded", (e) => e.job.type === type, 5000);
@@ -81,6 +92,7 @@ describe.each(transports())("wakeups through the %s coordinator", (coordinator) 
       }),
     );
     const a = node(coordinator);
+    await startConnected(a);
     const started = b.events.next("job:started", (e) => e.job.type === type, 5000);
     const job = await a.enqueue(type, {}, { priority: "critical" });
     expect((await started).job.id).toBe(job.id);
