@@ -43,7 +43,7 @@ function node(coordinator: string, config: Parameters<typeof testNode>[1] = {}):
  * and a hint published or sent meanwhile is dropped by design; these tests are about delivery.
  */
 async function startConnected(n: Pawl): Promise<void> {
-  const connected = n.events.next("coordinator:connected", undefined, 30_000);
+  const connected = n.events.next("coordinator:connected", undefined, 20_000);
   await n.start();
   await connected;
 }
