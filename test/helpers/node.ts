@@ -18,3 +18,15 @@ export function testNode(schema: string, config: PawlConfig = {}): Pawl {
     ...config,
   } as PawlConfig);
 }
+
+/**
+ * Starts `node` and waits until its coordinator is connected (for Hazelcast: subscribed). start() alone
+ * resolves after the coordinator's `startTimeoutMs` (3 s) when the first connect is slow, as it can be on
+ * a loaded machine, and a hint published or sent meanwhile is dropped by design: a test of delivery
+ * waits for the connection first.
+ */
+export async function startConnected(node: Pawl, timeoutMs = 20_000): Promise<void> {
+  const connected = node.events.next("coordinator:connected", undefined, timeoutMs);
+  await node.start();
+  await connected;
+}

@@ -5,7 +5,7 @@ import type { Pawl } from "../../src/index.js";
 import { decodeHint, encodeHint, postgresChannelName, type WakeupHint } from "../../coordinators/index.js";
 import { databaseUrl } from "../helpers/db.js";
 import { setupSchema } from "../helpers/pawl.js";
-import { testNode } from "../helpers/node.js";
+import { startConnected, testNode } from "../helpers/node.js";
 import { ensureHazelcast, sharedMember } from "../helpers/hazelcast.js";
 
 let schema: string;
@@ -35,17 +35,6 @@ function node(coordinator: string, config: Parameters<typeof testNode>[1] = {}):
   const n = testNode(schema, { coordinator, ...config });
   nodes.push(n);
   return n;
-}
-
-/**
- * Starts `n` and waits until its coordinator is connected (for Hazelcast: subscribed). start() alone
- * resolves after `startTimeoutMs` (3 s) when the first connect is slow, as it can be on a loaded machine,
- * and a hint published or sent meanwhile is dropped by design; these tests are about delivery.
- */
-async function startConnected(n: Pawl): Promise<void> {
-  const connected = n.events.next("coordinator:connected", undefined, 20_000);
-  await n.start();
-  await connected;
 }
 
 /** A receiver that polls once at start and then sleeps for 30 s: only a wakeup can bring work early. */

@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { postgresChannelName } from "../../coordinators/index.js";
 import type { JobContext, Pawl } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
-import { testNode } from "../helpers/node.js";
+import { startConnected, testNode } from "../helpers/node.js";
 import { ensureHazelcast, sharedMember } from "../helpers/hazelcast.js";
 
 let schema: string;
@@ -137,7 +137,7 @@ describe.each(transports)("cancel hints through the %s coordinator", (name, coor
       { type, payload: { n: 2 }, priority: 50 },
     ]);
     const started = b.events.next("job:started", (e) => e.job.id === running!.id, 10_000);
-    await b.start();
+    await startConnected(b); // subscribed before the forger publishes
     await started;
     expect(b.nodeRuntime?.buffered).toBe(1);
 
@@ -168,7 +168,7 @@ describe.each(transports)("cancel hints through the %s coordinator", (name, coor
     const b = node(coordinator, { concurrency: 1 });
     b.register(type, c.handler, { maxAttempts: 1 });
     const a = node(coordinator); // cancels; does not run the type
-    await Promise.all([a.start(), b.start()]);
+    await Promise.all([startConnected(a), startConnected(b)]);
     const started = b.events.next("job:started", (e) => e.job.type === type, 10_000);
     const job = await b.enqueue(type, {});
     await started;
