@@ -11,7 +11,7 @@ import type { Attributes, Span } from "@opentelemetry/api";
 import type { PawlEventEmitter } from "../events.js";
 import type { NodeStore } from "../store/job-store.js";
 import type { PawlTracing } from "./pawl-tracing.js";
-import { recordError } from "./span-error.js";
+import { endSpan, recordError } from "./span-error.js";
 
 /** `pawl.batch.size`: the jobs one claim or outcome write handled. */
 export const BATCH_SIZE = "pawl.batch.size";
@@ -81,7 +81,7 @@ export function traceOutcomeWrites(tracing: PawlTracing, store: NodeStore): Node
           if (span) recordError(span, error);
           throw error;
         } finally {
-          span?.end();
+          if (span) endSpan(span); // never replaces the write's own result
         }
       },
     });

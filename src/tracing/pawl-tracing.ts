@@ -40,19 +40,27 @@ export class PawlTracing {
 
   /**
    * The tracer when tracing is on now: the API is loaded, and a provider was given or one is registered
-   * globally. Null otherwise. Cheap (no allocation): called once per enqueue and per attempt.
+   * globally. Null otherwise, also when the provider throws. Cheap (no allocation): called once per
+   * enqueue and per attempt. Never throws.
    */
   tracer(): Tracer | null {
     const api = this.api;
     if (!api) return null;
-    const provider = this.options.tracerProvider ?? api.trace.getTracerProvider();
-    if (provider !== this.provider) {
-      this.provider = provider;
-      const off = provider instanceof api.ProxyTracerProvider && provider.getDelegate() === this.noopDelegate;
-      this.cachedTracer = off ? null : (provider.getTracer(tracerName) as Tracer);
-    } else if (this.cachedTracer === null && provider instanceof api.ProxyTracerProvider) {
-      // The API's proxy stays the global provider when a provider is set as its delegate only.
-      if (provider.getDelegate() !== this.noopDelegate) this.cachedTracer = provider.getTracer(tracerName);
+    try {
+      const provider = this.options.tracerProvider ?? api.trace.getTracerProvider();
+      if (provider !== this.provider) {
+        this.provider = provider;
+        this.cachedTracer = null; // until getTracer answered: a provider that throws stays off
+        const off =
+          provider instanceof api.ProxyTracerProvider && provider.getDelegate() === this.noopDelegate;
+        this.cachedTracer = off ? null : (provider.getTracer(tracerName) as Tracer);
+      } else if (this.cachedTracer === null && provider instanceof api.ProxyTracerProvider) {
+        // The API's proxy stays the global provider when a provider is set as its delegate only.
+        if (provider.getDelegate() !== this.noopDelegate) this.cachedTracer = provider.getTracer(tracerName);
+      }
+    } catch {
+      // A provider whose getTracer throws traces nothing; it must not cost an enqueue or an attempt.
+      this.cachedTracer = null;
     }
     return this.cachedTracer;
   }

@@ -9,7 +9,7 @@ import type { NewJob } from "../enqueue-input.js";
 import * as a from "./attributes.js";
 import { injectCarrier } from "./carrier.js";
 import type { PawlTracing } from "./pawl-tracing.js";
-import { recordError } from "./span-error.js";
+import { endSpan, recordError } from "./span-error.js";
 
 /** What an insert returns per job: its id, and whether it inserted (false: a unique key's live job). */
 export interface InsertedRow {
@@ -47,18 +47,23 @@ async function tracedInsert<R extends InsertedRow>(
   } catch (error) {
     for (const span of spans) {
       recordError(span, error);
-      span.end();
+      endSpan(span);
     }
     throw error;
   }
+  // The rows are written: a span that throws from here on must not turn the enqueue into a failure.
   for (let i = 0; i < spans.length; i++) {
     const span = spans[i] as Span;
     const row = rows[i];
-    if (row) {
-      span.setAttribute(a.MESSAGING_MESSAGE_ID, row.id);
-      if (row.inserted === false) span.setAttribute(a.JOB_INSERTED, false);
+    try {
+      if (row) {
+        span.setAttribute(a.MESSAGING_MESSAGE_ID, row.id);
+        if (row.inserted === false) span.setAttribute(a.JOB_INSERTED, false);
+      }
+    } catch {
+      // the span goes without its id
     }
-    span.end();
+    endSpan(span);
   }
   return rows;
 }

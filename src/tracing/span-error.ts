@@ -1,4 +1,7 @@
-/** Recording a thrown value on a span: the exception event and status ERROR (its message). */
+/**
+ * Recording a thrown value on a span (the exception event and status ERROR, its message) and ending a
+ * span: both run on a span an application's SDK made, so neither may throw into pawl.
+ */
 import type { Span } from "@opentelemetry/api";
 import { describeThrown, thrownAsError } from "../logic/thrown-value.js";
 
@@ -13,5 +16,14 @@ export function recordError(span: Span, thrown: unknown): void {
     span.setStatus({ code: statusError, message: error.message });
   } catch {
     // a span that throws: nothing more to record
+  }
+}
+
+/** Ends `span` (at `endTime`, when given); a span that throws is left as it is. */
+export function endSpan(span: Span, endTime?: number): void {
+  try {
+    span.end(endTime);
+  } catch {
+    // a span that throws: it ends as its SDK decides, the operation's result stands
   }
 }

@@ -5,7 +5,7 @@
  * records nothing. The cross-process trace is test/cluster/tracing-two-process.test.ts.
  */
 import type pg from "pg";
-import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, SpanKind, SpanStatusCode, trace, type TracerProvider } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { JobContext, PawlClient, Snooze, type Pawl, type PawlConfig } from "../../src/index.js";
@@ -344,6 +344,42 @@ describe("tracing", () => {
       expect(s.kind).toBe(SpanKind.INTERNAL);
       expect(s.parentSpanContext).toBeUndefined();
     }
+  });
+
+  it("a tracer provider that throws costs neither the enqueue nor the attempt", async () => {
+    const broken = {
+      getTracer: () => {
+        throw new Error("provider is broken");
+      },
+    } as unknown as TracerProvider;
+    const pawl = node({ tracing: { tracerProvider: broken } });
+    const errors: string[] = [];
+    pawl.on("error", (e) => errors.push(e.where));
+    pawl.register("traced.broken", async () => "ran");
+    const { id } = await enqueueInRequest(pawl, "traced.broken");
+    const done = pawl.events.next("job:succeeded", (e) => e.job.id === id, 10_000);
+    await pawl.start();
+    await done;
+    expect((await pawl.getJob(id))?.status).toBe("SUCCEEDED");
+    expect(otel.spans().map((s) => s.name)).toEqual(["request"]);
+    expect(errors).toEqual([]);
+  });
+
+  it("spans that throw on every call (internals too) cost neither the enqueue nor the attempt, and write once", async () => {
+    const boom = () => {
+      throw new Error("span is broken");
+    };
+    const sc = { traceId: "1".repeat(32), spanId: "2".repeat(16), traceFlags: 1 };
+    const span = new Proxy({}, { get: (_t, key) => (key === "spanContext" ? () => sc : boom) });
+    const provider = { getTracer: () => ({ startSpan: () => span }) } as unknown as TracerProvider;
+    const pawl = node({ tracing: { tracerProvider: provider, internals: true } });
+    pawl.register("traced.spans-broken", async () => "ran");
+    const job = await pawl.enqueue("traced.spans-broken", {});
+    const done = pawl.events.next("job:succeeded", (e) => e.job.id === job.id, 10_000);
+    await pawl.start();
+    await done;
+    const listed = await pawl.listJobs({ type: "traced.spans-broken" });
+    expect(listed.map((j) => [j.id, j.status])).toEqual([[job.id, "SUCCEEDED"]]);
   });
 
   it("records nothing with tracing: false, and the job runs as ever", async () => {
