@@ -5,7 +5,7 @@
  * cluster instead (see pg-restart.test.ts).
  *
  * Two nodes run everything that checks a connection out or keeps one open: plain jobs, jobs holding a
- * resource permit, chains, jobs parked on a signal, a recurring schedule firing every second, and the
+ * resource permit, jobs admitted by a rate limit (its sliding log's transaction), chains, jobs parked on a signal, a recurring schedule firing every second, and the
  * postgres coordinator's LISTEN connection. Then:
  *   1. every 50 ms for FAULT_TERMINATE_MS (30 s), every backend of the nodes is terminated
  *      (`pg_terminate_backend`, filtered on an application_name unique to this run) while work flows;
@@ -95,6 +95,7 @@ describe.skipIf(!enabled)("PostgreSQL faults at every checkout site (destructive
       const feed = async (n: number) => {
         await insertWork(pool, schema, n, 2);
         await client.enqueueMany(Array.from({ length: n / 4 }, () => ({ type: "pwork", payload: {} })));
+        await client.enqueueMany(Array.from({ length: n / 4 }, () => ({ type: "rwork", payload: {} })));
         await client.chain([{ type: "work" }, { type: "work" }, { type: "work" }]);
         await client.enqueue("sig", {});
       };

@@ -78,8 +78,9 @@ if (process.env.PAWL_RATE_LIMIT) {
 }
 
 // PAWL_FAULT_KIT=1 (test/cluster/fault-*.test.ts): more of pawl in use at once. `pwork` holds a permit
-// of the `slots` resource, `tick` is the child of a recurring schedule every second, `sig` parks until the
-// test signals it; chains of `work` are enqueued by the test. Each records its run like `work`. The
+// of the `slots` resource, `rwork` is admitted by a cluster-wide rate limit (30 a second), `tick` is the
+// child of a recurring schedule every second, `sig` parks until the test signals it; chains of `work` are
+// enqueued by the test. Each records its run like `work`. The
 // node's metrics are printed on stdout at stop, so the test can read the fault counters.
 const faultKit = process.env.PAWL_FAULT_KIT === "1";
 const metrics = faultKit ? createMetrics(pawl) : undefined;
@@ -92,6 +93,7 @@ if (faultKit) {
     ]);
   };
   pawl.register("pwork", async (_payload, ctx) => record(ctx), { resource: "slots" });
+  pawl.register("rwork", async (_payload, ctx) => record(ctx), { rateLimit: { limit: 30, perMs: 1000 } });
   pawl.register("tick", async (_payload, ctx) => record(ctx));
   pawl.register("sig", async (_payload, ctx) => {
     await ctx.waitForSignal({ timeoutMs: 120_000 });
