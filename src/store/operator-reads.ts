@@ -13,6 +13,8 @@ import type { RecurringRow } from "./recurring-sql.js";
 import { listSchedulePage } from "./schedule-page-sql.js";
 import { searchJobs, type JobSearchFilter, type JobSearchPage } from "./job-search-sql.js";
 import type { Queryable, Tables } from "./sql.js";
+import { validateJobId } from "./job-id.js";
+import { storableText } from "../input-text.js";
 
 /** Bounded reads for operators' views. */
 export interface OperatorReads {
@@ -32,7 +34,11 @@ export interface OperatorReads {
   searchJobs(filter: JobSearchFilter): Promise<JobSearchPage>;
 }
 
-/** {@link OperatorReads} on PostgreSQL. */
+/**
+ * {@link OperatorReads} on PostgreSQL. The cursors and ids come from an operator's request (a console URL
+ * typed or edited by hand), so each is checked before SQL: a bad one is a ValidationError naming it,
+ * never a database error.
+ */
 export class PostgresOperatorReads implements OperatorReads {
   constructor(
     private readonly db: Queryable,
@@ -43,19 +49,23 @@ export class PostgresOperatorReads implements OperatorReads {
     return readOverview(this.db, this.t, bounds);
   }
 
-  flows(filter?: FlowPageFilter): Promise<FlowRow[]> {
+  async flows(filter?: FlowPageFilter): Promise<FlowRow[]> {
+    if (filter?.beforeId !== undefined) validateJobId(filter.beforeId);
     return listFlowPage(this.db, this.t, filter);
   }
 
-  flow(id: string): Promise<FlowRow | null> {
-    return readFlow(this.db, this.t, id);
+  async flow(id: string): Promise<FlowRow | null> {
+    return readFlow(this.db, this.t, validateJobId(id));
   }
 
-  flowGraph(flowId: string, limit?: number, afterId?: string): Promise<FlowGraphMember[]> {
+  async flowGraph(flowId: string, limit?: number, afterId?: string): Promise<FlowGraphMember[]> {
+    validateJobId(flowId);
+    if (afterId !== undefined) validateJobId(afterId);
     return readFlowGraph(this.db, this.t, flowId, limit, afterId);
   }
 
-  schedules(page?: { afterName?: string; limit?: number }): Promise<RecurringRow[]> {
+  async schedules(page?: { afterName?: string; limit?: number }): Promise<RecurringRow[]> {
+    if (page?.afterName !== undefined) storableText("schedule name", page.afterName);
     return listSchedulePage(this.db, this.t, page);
   }
 
