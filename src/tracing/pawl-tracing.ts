@@ -50,7 +50,6 @@ export class PawlTracing {
       const provider = this.options.tracerProvider ?? api.trace.getTracerProvider();
       if (provider !== this.provider) {
         this.provider = provider;
-        this.cachedTracer = null; // until getTracer answered: a provider that throws stays off
         const off =
           provider instanceof api.ProxyTracerProvider && provider.getDelegate() === this.noopDelegate;
         this.cachedTracer = off ? null : (provider.getTracer(tracerName) as Tracer);

@@ -19,10 +19,10 @@ export function recordError(span: Span, thrown: unknown): void {
   }
 }
 
-/** Ends `span` (at `endTime`, when given); a span that throws is left as it is. */
-export function endSpan(span: Span, endTime?: number): void {
+/** Ends `span`; a span that throws is left as it is. */
+export function endSpan(span: Span): void {
   try {
-    span.end(endTime);
+    span.end();
   } catch {
     // a span that throws: it ends as its SDK decides, the operation's result stands
   }
