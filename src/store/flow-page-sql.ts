@@ -2,7 +2,8 @@
  * The console's reads of flows: a keyset page of flow rows (newest first, `beforeId` = the last id shown,
  * on the primary key, so page 1,000 costs what page 1 does), and a flow's dependency graph (each member's
  * step, type, status and the ids of the members that depend on it, `flow_next`). The graph is read through
- * the view of both tables, so finished members keep their place and their edges.
+ * the view of both tables, so finished members keep their place and their edges. Ids and cursors come
+ * in checked (./operator-reads.ts validates them before calling).
  */
 import type { FlowKind, FlowRow } from "./flow-sql.js";
 import type { JobStatus } from "./job-row.js";
@@ -30,7 +31,7 @@ export async function listFlowPage(db: Queryable, t: Tables, f: FlowPageFilter =
     values.push(f.kind);
     where.push(`kind = $${values.length}`);
   }
-  if (f.beforeId !== undefined && /^\d{1,19}$/.test(f.beforeId)) {
+  if (f.beforeId !== undefined) {
     values.push(f.beforeId);
     where.push(`id < $${values.length}::bigint`);
   }
@@ -79,11 +80,7 @@ export async function readFlowGraph(
     `SELECT id::text AS id, flow_step AS step, type, status, attempts, flow_next::text[] AS next
      FROM ${t.all} WHERE flow_id = $1 AND flow_step IS NOT NULL AND ($3::bigint IS NULL OR id > $3::bigint)
      ORDER BY id LIMIT $2`,
-    [
-      flowId,
-      Math.min(maxFlowGraphMembers, Math.max(1, Math.floor(limit))),
-      afterId !== undefined && /^\d{1,19}$/.test(afterId) ? afterId : null,
-    ],
+    [flowId, Math.min(maxFlowGraphMembers, Math.max(1, Math.floor(limit))), afterId ?? null],
   );
   return res.rows.map((r) => ({ ...r, next: r.next ?? [] }));
 }
