@@ -55,6 +55,8 @@ const blocking = () =>
 
 const kinds = (rs: ExplainReason[]) => rs.map((r) => r.kind);
 
+// Each event a test waits for is listened for before its enqueue (by type, its id checked after): a
+// running node may handle the job before the enqueue call returns.
 describe("pawl.explain on a real database", () => {
   it("a DEAD job: finished, with its outcome and last error", async () => {
     const n = await node((x) =>
@@ -62,8 +64,9 @@ describe("pawl.explain on a real database", () => {
         throw new NonRetryableError("card declined");
       }),
     );
+    const jobSeen = n.events.next("job:dead", (e) => e.job.type === "x.dead");
     const job = await client.enqueue("x.dead", {});
-    await n.events.next("job:dead", (e) => e.job.id === job.id);
+    expect((await jobSeen).job.id).toBe(job.id);
     const e = await client.explain(job.id);
     expect(e.verdict).toBe("finished");
     expect(e.reasons).toEqual([
@@ -73,8 +76,9 @@ describe("pawl.explain on a real database", () => {
 
   it("a RUNNING job: the node, since when, its heartbeat age and the deadline", async () => {
     const n = await node((x) => x.register("x.run", blocking, { timeoutMs: 60_000 }));
+    const jobSeen = n.events.next("job:started", (e) => e.job.type === "x.run");
     const job = await client.enqueue("x.run", {});
-    await n.events.next("job:started", (e) => e.job.id === job.id);
+    expect((await jobSeen).job.id).toBe(job.id);
     await beat(n);
     const row = await client.getJob(job.id);
     const e = await client.explain(job.id);
@@ -136,8 +140,9 @@ describe("pawl.explain on a real database", () => {
         await ctx.waitForSignal();
       }),
     );
+    const jobSeen = n.events.next("job:waiting", (e) => e.job.type === "x.sig");
     const job = await client.enqueue("x.sig", {});
-    await n.events.next("job:waiting", (e) => e.job.id === job.id);
+    expect((await jobSeen).job.id).toBe(job.id);
     const e = await client.explain(job.id);
     expect(e.status).toBe("WAITING");
     expect(kinds(e.reasons)).toEqual(["waiting-signal"]);
@@ -189,8 +194,9 @@ describe("pawl.explain on a real database", () => {
       queues: { "q-full": 1 },
       prefetch: 0,
     });
+    const firstSeen = n.events.next("job:started", (e) => e.job.type === "x.full");
     const first = await client.enqueue("x.full", {}, { queue: "q-full" });
-    await n.events.next("job:started", (e) => e.job.id === first.id);
+    expect((await firstSeen).job.id).toBe(first.id);
     await beat(n);
     const second = await client.enqueue("x.full", {}, { queue: "q-full" });
     const e = await client.explain(second.id);
@@ -224,8 +230,12 @@ describe("pawl.explain on a real database", () => {
     const first = await client.enqueue("x.brk", {});
     await opened;
     await beat(n);
+    const secondSeen = n.events.next(
+      "job:rescheduled",
+      (e) => e.job.type === "x.brk" && e.reason === "breaker",
+    );
     const second = await client.enqueue("x.brk", {});
-    await n.events.next("job:rescheduled", (e) => e.job.id === second.id && e.reason === "breaker");
+    expect((await secondSeen).job.id).toBe(second.id);
     const e = await client.explain(second.id);
     expect(kinds(e.reasons)).toEqual(["scheduled", "breaker-open"]);
     const r = e.reasons[1] as Extract<ExplainReason, { kind: "breaker-open" }>;
@@ -241,10 +251,15 @@ describe("pawl.explain on a real database", () => {
       resources: { "r-x": 1 },
       permitRetryDelayMs: 600_000,
     });
+    const holderSeen = n.events.next("job:started", (e) => e.job.type === "x.perm");
     const holder = await client.enqueue("x.perm", {});
-    await n.events.next("job:started", (e) => e.job.id === holder.id);
+    expect((await holderSeen).job.id).toBe(holder.id);
+    const waitingSeen = n.events.next(
+      "job:rescheduled",
+      (e) => e.job.type === "x.perm" && e.reason === "permit",
+    );
     const waiting = await client.enqueue("x.perm", {});
-    await n.events.next("job:rescheduled", (e) => e.job.id === waiting.id && e.reason === "permit");
+    expect((await waitingSeen).job.id).toBe(waiting.id);
     await beat(n);
     const e = await client.explain(waiting.id);
     expect(kinds(e.reasons)).toEqual(["scheduled", "permits-exhausted"]);
@@ -260,10 +275,15 @@ describe("pawl.explain on a real database", () => {
     const n = await node((x) =>
       x.register("x.rate", async () => "ok", { rateLimit: { limit: 1, perMs: 600_000 } }),
     );
+    const firstSeen = n.events.next("job:succeeded", (e) => e.job.type === "x.rate");
     const first = await client.enqueue("x.rate", {});
-    await n.events.next("job:succeeded", (e) => e.job.id === first.id);
+    expect((await firstSeen).job.id).toBe(first.id);
+    const waitingSeen = n.events.next(
+      "job:rescheduled",
+      (e) => e.job.type === "x.rate" && e.reason === "rate-limit",
+    );
     const waiting = await client.enqueue("x.rate", {});
-    await n.events.next("job:rescheduled", (e) => e.job.id === waiting.id && e.reason === "rate-limit");
+    expect((await waitingSeen).job.id).toBe(waiting.id);
     await beat(n);
     const e = await client.explain(waiting.id);
     expect(kinds(e.reasons)).toEqual(["scheduled", "rate-limited"]);
