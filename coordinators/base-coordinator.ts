@@ -9,7 +9,7 @@
  * (a wakeup is an optimisation, and the enqueue that caused it has already committed), nothing is queued
  * while disconnected (the node re-polls on reconnect instead), and one outage produces one warning.
  */
-import type { Logger } from "../src/logger.js";
+import type { Logger } from "../src/core/logger.js";
 import { HintCoalescer } from "./coalescer.js";
 import {
   resolveCoordinatorOptions,

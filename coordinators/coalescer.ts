@@ -14,7 +14,7 @@
  * job id that must not be lost, so they are never given to the coalescer; the base coordinator sends them
  * straight away.
  */
-import type { Clock, TimerHandle } from "../src/clock.js";
+import type { Clock, TimerHandle } from "../src/core/clock.js";
 import type { WakeupHint } from "./spi.js";
 
 /** The default coalescing window in milliseconds. */

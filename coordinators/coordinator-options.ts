@@ -5,9 +5,9 @@
  * built, with the option's name in the message, instead of as odd timing at run time. The backoff is a
  * pure function of the attempt number so the schedule can be checked exactly; jitter is applied apart.
  */
-import { systemClock, type Clock } from "../src/clock.js";
-import { ValidationError } from "../src/errors.js";
-import { silentLogger, type Logger } from "../src/logger.js";
+import { systemClock, type Clock } from "../src/core/clock.js";
+import { ValidationError } from "../src/core/errors.js";
+import { silentLogger, type Logger } from "../src/core/logger.js";
 import { DEFAULT_COALESCE_MS } from "./coalescer.js";
 
 /** How a transport retries after losing its server. */

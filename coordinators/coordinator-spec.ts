@@ -4,7 +4,7 @@
  * spec at config time, before anything connects, and a user of one transport never loads another's.
  * Error messages never echo a password.
  */
-import { ValidationError } from "../src/errors.js";
+import { ValidationError } from "../src/core/errors.js";
 import { parseAmqpSpec, type AmqpCoordinatorInput } from "./amqp/amqp-config.js";
 import { parseHazelcastSpec, type HazelcastCoordinatorInput } from "./hazelcast/hazelcast-config.js";
 import { parseInMemorySpec, type InMemoryCoordinatorConfig } from "./in-memory/in-memory-config.js";

@@ -10,7 +10,7 @@
  * custom transport, and the dependency-free `none` and `in-memory` coordinators. This file is the only
  * entry point: the transport folders have no index of their own.
  */
-import { importOptional, ValidationError } from "../src/errors.js";
+import { importOptional, ValidationError } from "../src/core/errors.js";
 import type { CoordinatorOptions } from "./coordinator-options.js";
 import { parseCoordinatorSpec } from "./coordinator-spec.js";
 import { postgresChannelName } from "./postgres/postgres-config.js";

@@ -9,7 +9,7 @@
  */
 import { collectDefaultMetrics, Registry } from "./prom-client.js";
 import type { ActorNode, ActorTree } from "../src/index.js";
-import type { JobCount } from "../src/store/read-jobs.js";
+import type { JobCount } from "../src/store/jobs/read-jobs.js";
 import { CachedRead } from "./cached-read.js";
 import { TypeTally } from "./hot-path.js";
 import { subscribeMetrics, type EventSource, type EventState } from "./metric-events.js";

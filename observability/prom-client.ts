@@ -7,7 +7,7 @@
  * classes from this file; `import type` from prom-client itself is fine, as types leave no import behind.
  */
 import type * as PromClient from "prom-client";
-import { importOptional } from "../src/errors.js";
+import { importOptional } from "../src/core/errors.js";
 
 const prom: typeof PromClient = await importOptional(
   "prom-client",

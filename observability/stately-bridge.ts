@@ -16,7 +16,7 @@
 import { createRequire } from "node:module";
 import type { ActorRefLike, AnyActorRef, AnyEventObject, InspectionEvent } from "xstate";
 import type * as StatelyInspect from "@statelyai/inspect";
-import { importOptional } from "../src/errors.js";
+import { importOptional } from "../src/core/errors.js";
 import type { PawlEventName, PawlEvents } from "../src/index.js";
 import type { InspectableRuntime } from "./actor-view.js";
 import { inspectionFeed } from "./inspection-feed.js";

@@ -2,13 +2,19 @@
  * pawl's public API. Everything a user imports comes from here (and from `pawl/testing`,
  * `pawl/coordinators` and `pawl/observability`).
  */
-import type { PawlConfig } from "./config.js";
-import { Pawl } from "./pawl.js";
-import type { PawlTasks } from "./task-map.js";
+import type { PawlConfig } from "./input/config.js";
+import { Pawl } from "./api/pawl.js";
+import type { PawlTasks } from "./input/task-map.js";
 
-export { PawlClient } from "./client.js";
-export { Pawl } from "./pawl.js";
-export type { StopOptions, HandlerPayload, HandlerResult, ScheduleArgs, ScheduledPayload } from "./pawl.js";
+export { PawlClient } from "./api/client.js";
+export { Pawl } from "./api/pawl.js";
+export type {
+  StopOptions,
+  HandlerPayload,
+  HandlerResult,
+  ScheduleArgs,
+  ScheduledPayload,
+} from "./api/pawl.js";
 export type {
   PawlTasks,
   TaskSpec,
@@ -20,27 +26,27 @@ export type {
   PayloadField,
   TypedJob,
   TypedEvent,
-} from "./task-map.js";
+} from "./input/task-map.js";
 export type {
   StandardSchema,
   StandardSchemaIssue,
   StandardSchemaResult,
   InferSchemaInput,
-} from "./standard-schema.js";
-export type { Handler, RegisterOptions, RetryOption } from "./runtime/registry.js";
-export type { RuntimeOptions } from "./runtime/runtime-config.js";
-export { JobContext } from "./runtime/job-context.js";
-export { Snooze, Discard, NonRetryableError, CancellationRequestedError } from "./runtime/job-errors.js";
-export { JobTimeoutError } from "./errors.js";
-export { PawlEventEmitter } from "./events.js";
-export type { PawlEvents, PawlEventName, JobEventInfo } from "./events.js";
-export type { ActorTree, ActorNode } from "./runtime/inspect.js";
+} from "./core/standard-schema.js";
+export type { Handler, RegisterOptions, RetryOption } from "./node/registry.js";
+export type { RuntimeOptions } from "./input/runtime-config.js";
+export { JobContext } from "./node/attempt/job-context.js";
+export { Snooze, Discard, NonRetryableError, CancellationRequestedError } from "./node/attempt/job-errors.js";
+export { JobTimeoutError } from "./core/errors.js";
+export { PawlEventEmitter } from "./core/events.js";
+export type { PawlEvents, PawlEventName, JobEventInfo } from "./core/events.js";
+export type { ActorTree, ActorNode } from "./node/inspect.js";
 export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators/spi.js";
-export type { EnqueueItem, EnqueueArgs } from "./task-map.js";
-export type { DeadLetterQueue } from "./dead-letter-queue.js";
-export type { PawlConfig, ResolvedConfig } from "./config.js";
-export type { TracingOptions, TracerProviderLike } from "./tracing/tracing-options.js";
-export type { EnqueueOptions, PayloadValidator } from "./enqueue-input.js";
+export type { EnqueueItem, EnqueueArgs } from "./input/task-map.js";
+export type { DeadLetterQueue } from "./api/dead-letter-queue.js";
+export type { PawlConfig, ResolvedConfig } from "./input/config.js";
+export type { TracingOptions, TracerProviderLike } from "./input/tracing-options.js";
+export type { EnqueueOptions, PayloadValidator } from "./input/enqueue-input.js";
 export {
   PawlError,
   ValidationError,
@@ -48,28 +54,28 @@ export {
   DatabaseUnavailableError,
   MissingDependencyError,
   WaitTimeoutError,
-} from "./errors.js";
-export type { WaitForOptions } from "./wait-for.js";
-export type { PawlErrorCode } from "./errors.js";
-export { priorities, resolvePriority } from "./priority.js";
-export type { Priority, PriorityName } from "./priority.js";
-export type { Job, JobStatus, JobErrorRecord } from "./job.js";
-export type { EnqueuedJob } from "./store/enqueue-jobs.js";
-export type { SqlClient } from "./store/sql.js";
-export type { CancelResult } from "./store/cancel-job.js";
-export { JobStore } from "./store/job-store.js";
+} from "./core/errors.js";
+export type { WaitForOptions } from "./api/wait-for.js";
+export type { PawlErrorCode } from "./core/errors.js";
+export { priorities, resolvePriority } from "./input/priority.js";
+export type { Priority, PriorityName } from "./input/priority.js";
+export type { Job, JobStatus, JobErrorRecord } from "./core/job.js";
+export type { EnqueuedJob } from "./store/jobs/enqueue-jobs.js";
+export type { SqlClient } from "./db/sql.js";
+export type { CancelResult } from "./store/jobs/cancel-job.js";
+export { JobStore } from "./store/postgres-job-store.js";
 export type { NodeStore } from "./store/job-store.js";
 export { PostgresJobStore } from "./store/postgres-job-store.js";
 export * from "./composition/index.js";
-export type { LaneView } from "./runtime/lanes.js";
-export { ManualClock, systemClock } from "./clock.js";
-export type { Clock } from "./clock.js";
-export { consoleLogger, silentLogger, pinoLogger } from "./logger.js";
-export type { Logger, LogFields, HostLogger, PinoLike } from "./logger.js";
-export { openEmbeddedDatabase } from "./embedded/embedded-database.js";
-export type { EmbeddedDatabase, EmbeddedDatabaseOptions } from "./embedded/embedded-database.js";
-export type { EmbeddedPool } from "./embedded/embedded-pool.js";
-export type { EmbeddedLocation } from "./embedded/embedded-url.js";
+export type { LaneView } from "./node/claim/lanes.js";
+export { ManualClock, systemClock } from "./core/clock.js";
+export type { Clock } from "./core/clock.js";
+export { consoleLogger, silentLogger, pinoLogger } from "./core/logger.js";
+export type { Logger, LogFields, HostLogger, PinoLike } from "./core/logger.js";
+export { openEmbeddedDatabase } from "./db/embedded/embedded-database.js";
+export type { EmbeddedDatabase, EmbeddedDatabaseOptions } from "./db/embedded/embedded-database.js";
+export type { EmbeddedPool } from "./db/embedded/embedded-pool.js";
+export type { EmbeddedLocation } from "./db/embedded/embedded-url.js";
 
 /**
  * Creates a pawl node: a {@link Pawl}, which enqueues and reads like a {@link PawlClient} and also runs

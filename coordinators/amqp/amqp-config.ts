@@ -6,7 +6,7 @@
  * parameters amqplib understands pass through; anything else is rejected, because a misspelt parameter
  * silently ignored (say `?exchnage=`) would put nodes on different exchanges that never hear each other.
  */
-import { ValidationError } from "../../src/errors.js";
+import { ValidationError } from "../../src/core/errors.js";
 import { coordinatorInt } from "../coordinator-options.js";
 import { redactUrl } from "../redact.js";
 

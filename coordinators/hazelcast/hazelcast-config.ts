@@ -6,7 +6,7 @@
  * is required: a client with the wrong one is refused by every member, and "connects but never hears
  * anything" is far harder to diagnose than an error at startup. Unknown parameters are rejected too.
  */
-import { ValidationError } from "../../src/errors.js";
+import { ValidationError } from "../../src/core/errors.js";
 import { coordinatorInt } from "../coordinator-options.js";
 
 /** The reliable topic used when the spec names none. */

@@ -17,7 +17,7 @@
 import { Socket } from "node:net";
 import hazelcast from "hazelcast-client";
 import type { Client as HazelcastClient, ILogger, ITopic, LifecycleState, Message } from "hazelcast-client";
-import type { Logger } from "../../src/logger.js";
+import type { Logger } from "../../src/core/logger.js";
 import { BaseCoordinator } from "../base-coordinator.js";
 import type { CoordinatorOptions } from "../coordinator-options.js";
 import {

@@ -2,7 +2,7 @@
  * Configuration of the in-memory coordinator: which process-wide bus to join. Nodes that name the same
  * bus hear each other; tests give each scenario its own bus name so they cannot cross-talk.
  */
-import { ValidationError } from "../../src/errors.js";
+import { ValidationError } from "../../src/core/errors.js";
 
 /** The bus a spec without a name joins. */
 export const DEFAULT_IN_MEMORY_BUS = "default";

@@ -3,7 +3,7 @@
  * coordinator folder has the same shape, and so the spec parser has one place that says which strings
  * mean "no coordinator".
  */
-import { ValidationError } from "../../src/errors.js";
+import { ValidationError } from "../../src/core/errors.js";
 
 /** The `none` coordinator's (empty) configuration. */
 export interface NoneCoordinatorConfig {

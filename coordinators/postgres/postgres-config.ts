@@ -7,7 +7,7 @@
  * keeping them distinct.
  */
 import { createHash } from "node:crypto";
-import { ValidationError } from "../../src/errors.js";
+import { ValidationError } from "../../src/core/errors.js";
 import { coordinatorInt } from "../coordinator-options.js";
 
 /** What a `postgres` spec says: the listening database, when it differs from the job database. */

@@ -15,7 +15,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypt
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Pawl } from "../../src/index.js";
 import { flowFromRow } from "../../src/composition/flows.js";
-import { maxFlowGraphMembers } from "../../src/store/flow-page-sql.js";
+import { maxFlowGraphMembers } from "../../src/store/operator/flow-page-sql.js";
 import type { RequestHandler } from "../inspector.js";
 import { flowPage, flowsPage } from "./flow-pages.js";
 import { layout, type Html, type PageContext } from "./html.js";

@@ -5,7 +5,7 @@
  * layout is a pure function ({@link layoutFlowGraph}) so it is tested without a browser; no library and
  * no script, so it renders under the console's Content-Security-Policy as it is.
  */
-import type { FlowGraphMember } from "../../src/store/flow-page-sql.js";
+import type { FlowGraphMember } from "../../src/store/operator/flow-page-sql.js";
 import { h, type Html } from "./html.js";
 
 /** Where one member sits: its column (layer) and its row in that column. */

@@ -4,8 +4,8 @@
  */
 import type { Flow } from "../../src/index.js";
 import { flowFromRow } from "../../src/composition/flows.js";
-import type { FlowRow } from "../../src/store/flow-sql.js";
-import type { FlowGraphMember } from "../../src/store/flow-page-sql.js";
+import type { FlowRow } from "../../src/store/composition/flow-sql.js";
+import type { FlowGraphMember } from "../../src/store/operator/flow-page-sql.js";
 import { flowGraphSvg, layoutFlowGraph } from "./flow-graph.js";
 import { h, table, when, type Html, type PageContext } from "./html.js";
 

@@ -1,11 +1,11 @@
 /**
  * The overview: totals by status, the oldest due PENDING job's wait, the last hour's outcomes, the
  * largest groups by status, queue and type, and the live nodes. Everything comes from the store's one
- * bounded read (src/store/overview-sql.ts); when its caps were reached the page says the counts are lower
+ * bounded read (src/store/operator/overview-sql.ts); when its caps were reached the page says the counts are lower
  * bounds rather than showing them as exact.
  */
 import type { NodeStatus } from "../../src/index.js";
-import type { Overview } from "../../src/store/overview-sql.js";
+import type { Overview } from "../../src/store/operator/overview-sql.js";
 import { age, h, table, type Html, type PageContext } from "./html.js";
 
 const status = (s: string) => h`<span class="status s-${s}">${s}</span>`;

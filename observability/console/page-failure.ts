@@ -6,7 +6,7 @@
  * value in the URL that pawl refuses (a ValidationError: a bad status, id or cursor) is a 400.
  */
 
-import { ValidationError } from "../../src/errors.js";
+import { ValidationError } from "../../src/core/errors.js";
 
 /** A failed page's status, headers and plain-text body. */
 export interface PageFailure {

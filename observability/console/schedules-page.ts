@@ -2,7 +2,7 @@
  * The schedules page: recurring schedules by name with their next and last fire times, keyset paged by
  * name (`after` = the last name shown).
  */
-import type { RecurringRow } from "../../src/store/recurring-sql.js";
+import type { RecurringRow } from "../../src/store/cluster/recurring-sql.js";
 import { h, table, when, type Html, type PageContext } from "./html.js";
 
 /** The schedules, by name. */

@@ -24,7 +24,7 @@ import { randomBytes } from "node:crypto";
 import { cpus, loadavg } from "node:os";
 import pg from "pg";
 import { createPawl } from "../../src/index.js";
-import { tablesFor } from "../../src/store/sql.js";
+import { tablesFor } from "../../src/db/sql.js";
 import { createConsole, createInspector, createMetrics, serveMetrics } from "../../observability/index.js";
 import { benchDatabaseUrl, ensureDatabase } from "./lib/common.js";
 import { findChromium, launchChromium } from "../lib/chromium.js";

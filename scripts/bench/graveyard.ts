@@ -20,11 +20,11 @@
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { ManualClock, systemClock } from "../../src/clock.js";
-import { JobStore } from "../../src/store/job-store.js";
+import { ManualClock, systemClock } from "../../src/core/clock.js";
+import { JobStore } from "../../src/store/postgres-job-store.js";
 import type { PostgresJobStore } from "../../src/store/postgres-job-store.js";
-import { ClassicClaimer, type Claimer } from "../../src/store/claimer.js";
-import { CursorClaimer } from "../../src/store/claim-cursor.js";
+import { ClassicClaimer, type Claimer } from "../../src/store/claim/claimer.js";
+import { CursorClaimer } from "../../src/store/claim/claim-cursor.js";
 
 /** Options of {@link runGraveyard}. */
 export interface GraveyardOptions {

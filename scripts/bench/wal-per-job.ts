@@ -15,9 +15,9 @@
  */
 import pg from "pg";
 import { createPawl } from "../../src/index.js";
-import { claimJobs } from "../../src/store/claim-jobs.js";
-import { completeJobs } from "../../src/store/finish-jobs.js";
-import { tablesFor, type Queryable } from "../../src/store/sql.js";
+import { claimJobs } from "../../src/store/claim/claim-jobs.js";
+import { completeJobs } from "../../src/store/outcomes/finish-jobs.js";
+import { tablesFor, type Queryable } from "../../src/db/sql.js";
 
 const url = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/pawl_bench";
 const schema = "bench_wal";

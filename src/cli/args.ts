@@ -6,8 +6,8 @@
  * pawl refuses (priority 101) is pawl's ValidationError (exit 1).
  */
 import { parseArgs } from "node:util";
-import { ValidationError } from "../errors.js";
-import { validateJobId } from "../store/job-id.js";
+import { ValidationError } from "../core/errors.js";
+import { validateJobId } from "../input/job-id.js";
 
 /** Bad command-line input: main prints the message and the usage line and exits with 2. */
 export class UsageError extends Error {

@@ -4,7 +4,7 @@
  * table, parses its arguments strictly, and owns help, exit codes and closing the connection. Adding a
  * command is one file under commands/ plus one line in commands/index.ts.
  */
-import type { PawlClient } from "../client.js";
+import type { PawlClient } from "../api/client.js";
 import type { OptionSpecs, ParsedArgs } from "./args.js";
 
 /** Where the CLI writes, and the environment it reads. Tests pass their own to capture output. */

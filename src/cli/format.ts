@@ -2,7 +2,7 @@
  * Output for people and for machines. Tables are plain aligned text (no colours, so they survive pipes
  * and logs); `--json` prints the same data as JSON with dates in ISO 8601, one document per command.
  */
-import type { Job } from "../store/job-row.js";
+import type { Job } from "../store/jobs/job-row.js";
 
 /** Pretty JSON, two-space indented (Dates become ISO strings). */
 export function json(value: unknown): string {

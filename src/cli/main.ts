@@ -7,8 +7,8 @@
  * unexpected errors.
  */
 import { createPawl } from "../index.js";
-import { PawlError } from "../errors.js";
-import type { PawlClient } from "../client.js";
+import { PawlError } from "../core/errors.js";
+import type { PawlClient } from "../api/client.js";
 import { parse, stringOpt, UsageError } from "./args.js";
 import type { CliIo, Command, CommandContext } from "./command.js";
 import { commands } from "./commands/index.js";

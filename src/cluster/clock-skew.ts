@@ -4,11 +4,12 @@
  * with the midpoint of the local times before and after it ({@link estimateClockSkew}); a skew above the
  * warning level (net of the measurement's uncertainty) is logged and reported as an event.
  */
-import type { Clock } from "../clock.js";
-import type { PawlEventEmitter } from "../events.js";
-import type { Logger } from "../logger.js";
-import type { ClusterStore } from "../store/cluster-store.js";
-import { estimateClockSkew, skewExceeded, type ClockSkew } from "./cluster-logic.js";
+import type { Clock } from "../core/clock.js";
+import type { PawlEventEmitter } from "../core/events.js";
+import type { Logger } from "../core/logger.js";
+import type { ClusterStore } from "../store/job-store.js";
+import { estimateClockSkew, skewExceeded, type ClockSkew } from "../logic/cluster-logic.js";
+import type { BackgroundService } from "../core/periodic.js";
 
 /** A skew reading. */
 export interface ClockSkewReading extends ClockSkew {
@@ -29,7 +30,7 @@ export interface ClockSkewDeps {
 }
 
 /** Compares the local clock with the database's. */
-export class ClockSkewMonitor {
+export class ClockSkewMonitor implements BackgroundService<ClockSkewReading> {
   private last: ClockSkewReading | null = null;
 
   constructor(private readonly deps: ClockSkewDeps) {}

@@ -14,28 +14,29 @@
  *   removes its row.
  */
 import type { PawlTracing } from "../tracing/pawl-tracing.js";
-import type { Clock } from "../clock.js";
-import type { TypeDefaults } from "../enqueue-input.js";
-import { PawlError } from "../errors.js";
-import { toError, type PawlEventEmitter } from "../events.js";
-import type { Logger } from "../logger.js";
-import type { EnqueuedJob } from "../store/enqueue-jobs.js";
-import type { ClusterStore, DedicatedClusterStore } from "../store/cluster-store.js";
-import type { NodeInfo, NodeStatus } from "../store/node-sql.js";
-import type { LockRow } from "../store/lock-sql.js";
-import { isEmbeddedUrl } from "../embedded/embedded-url.js";
-import { sweepReady } from "./cluster-logic.js";
-import type { ResolvedClusterOptions } from "./cluster-options.js";
+import type { Clock } from "../core/clock.js";
+import type { TypeDefaults } from "../input/enqueue-input.js";
+import { PawlError } from "../core/errors.js";
+import { toError, type PawlEventEmitter } from "../core/events.js";
+import type { Logger } from "../core/logger.js";
+import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
+import type { ClusterStore, DedicatedClusterStore } from "../store/job-store.js";
+import type { NodeInfo, NodeStatus } from "../store/cluster/node-sql.js";
+import type { LockRow } from "../store/cluster/lock-sql.js";
+import { isEmbeddedUrl } from "../db/embedded/embedded-url.js";
+import { sweepReady } from "../logic/cluster-logic.js";
+import type { ResolvedClusterOptions } from "../input/cluster-options.js";
 import { ClockSkewMonitor, type ClockSkewReading } from "./clock-skew.js";
 import type { NodeRegistry } from "../logic/explain-facts.js";
-import { HeartbeatService, type HeartbeatResult, type LagProbe } from "./heartbeat.js";
+import { HeartbeatService, type LagProbe } from "./heartbeat.js";
+import type { HeartbeatResult } from "../core/events.js";
 import { LeaseManager } from "./lease.js";
 import { localNodeInfo, newInstanceId, previousRunGone } from "./node-info.js";
 import { OrphanSweeper, type SweepResult } from "./orphan-sweeper.js";
-import { PeriodicTask, sleep, type RunOutcome } from "./periodic.js";
+import { PeriodicTask, sleep, type RunOutcome } from "../core/periodic.js";
 import { Pruner, type PruneResult } from "./pruner.js";
 import { RecurringScheduler, type RecurringResult } from "./recurring.js";
-import type { RecoveredJob } from "../store/orphan-sql.js";
+import type { RecoveredJob } from "../store/cluster/orphan-sql.js";
 
 /** What {@link ClusterServices} is built from. */
 export interface ClusterServicesDeps {

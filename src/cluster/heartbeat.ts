@@ -10,14 +10,15 @@
  * type, or that every node that does has its breaker open, without asking the nodes.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
-import type { Clock } from "../clock.js";
+import type { Clock } from "../core/clock.js";
 import { maxPublishedTypes, type NodeRegistry, type PublishedBreaker } from "../logic/explain-facts.js";
-import type { ActorTree } from "../runtime/inspect.js";
-import type { PawlEventEmitter } from "../events.js";
-import type { Logger } from "../logger.js";
-import type { ClusterStore } from "../store/cluster-store.js";
-import type { NodeInfo } from "../store/node-sql.js";
-import { heartbeatDelayMs } from "./cluster-logic.js";
+import type { ActorTree } from "../node/inspect.js";
+import type { HeartbeatResult, PawlEventEmitter } from "../core/events.js";
+import type { Logger } from "../core/logger.js";
+import type { ClusterStore } from "../store/job-store.js";
+import type { NodeInfo } from "../store/cluster/node-sql.js";
+import { heartbeatDelayMs } from "../logic/cluster-logic.js";
+import type { BackgroundService } from "../core/periodic.js";
 
 /** Measures event-loop lag. */
 export interface LagProbe {
@@ -47,22 +48,6 @@ export function eventLoopLagProbe(): LagProbe {
       return Number.isFinite(max) && max > 0 ? max : 0;
     },
   };
-}
-
-/** What one beat did. */
-export interface HeartbeatResult {
-  /** The heartbeat time written (database time). */
-  heartbeatAt: Date;
-  /** When this run of the node registered (database time). */
-  startedAt: Date;
-  /** The worst event-loop delay since the previous beat (ms). */
-  lagMs: number;
-  /** How long the statement took (ms, local clock). */
-  durationMs: number;
-  /** The wait chosen before the next beat (ms). */
-  nextDelayMs: number;
-  /** The sweep had declared this node dead before this beat: its jobs may have been recovered. */
-  wasDeclaredDead: boolean;
 }
 
 /** What a {@link HeartbeatService} works with. */
@@ -145,7 +130,7 @@ export function buildNodeRegistry(src: RegistrySource): NodeRegistry {
 }
 
 /** Writes this node's heartbeat. */
-export class HeartbeatService {
+export class HeartbeatService implements BackgroundService<HeartbeatResult> {
   private healthy: number | null = null;
   private readonly lag: LagProbe;
   private last: HeartbeatResult | null = null;

@@ -7,11 +7,11 @@
  * Leases make maintenance cheap (one node works, the others skip); the maintenance statements are
  * themselves safe to run twice, so an overlap after a lost lease costs time, never correctness.
  */
-import type { Clock } from "../clock.js";
-import type { PawlEventEmitter } from "../events.js";
-import type { ClusterStore } from "../store/cluster-store.js";
-import type { LockGrant, LockRow } from "../store/lock-sql.js";
-import { leaseDeadline } from "./cluster-logic.js";
+import type { Clock } from "../core/clock.js";
+import type { PawlEventEmitter } from "../core/events.js";
+import type { ClusterStore } from "../store/job-store.js";
+import type { LockGrant, LockRow } from "../store/cluster/lock-sql.js";
+import { leaseDeadline } from "../logic/cluster-logic.js";
 
 /** The lease names pawl's services use. */
 export const leaseNames = {

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { NodeInfo } from "../store/node-sql.js";
+import type { NodeInfo } from "../store/cluster/node-sql.js";
 
 let cachedVersion: string | undefined;
 

@@ -16,13 +16,14 @@
  * and a node's own outcome writes only land on rows still RUNNING under its id, so a recovered row is never
  * overwritten by the node that lost it.
  */
-import type { Clock } from "../clock.js";
-import type { PawlEventEmitter } from "../events.js";
-import type { Logger } from "../logger.js";
-import type { ClusterStore } from "../store/cluster-store.js";
-import type { DeadNode } from "../store/node-sql.js";
-import type { RecoveredJob } from "../store/orphan-sql.js";
+import type { Clock } from "../core/clock.js";
+import type { PawlEventEmitter } from "../core/events.js";
+import type { Logger } from "../core/logger.js";
+import type { ClusterStore } from "../store/job-store.js";
+import type { DeadNode } from "../store/cluster/node-sql.js";
+import type { RecoveredJob } from "../store/cluster/orphan-sql.js";
 import { leaseNames, type Lease, type LeaseManager } from "./lease.js";
+import type { BackgroundService } from "../core/periodic.js";
 
 /** What one sweep did. */
 export interface SweepResult {
@@ -56,7 +57,7 @@ export interface OrphanSweeperDeps {
 }
 
 /** Recovers the jobs of dead nodes. */
-export class OrphanSweeper {
+export class OrphanSweeper implements BackgroundService<SweepResult> {
   private readonly batch: number;
   /** When this sweeper last read every running row (clock ms); the first sweep always does. */
   private lastScanAt = Number.NEGATIVE_INFINITY;

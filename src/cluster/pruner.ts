@@ -3,14 +3,15 @@
  * one (a day by default), DEAD after a longer one (14 days), so the claim path stays fast. One pass, under
  * the `pawl:prune` lease, deletes in batches of `pruneBatchSize` rows, one short statement each, until a
  * batch comes back short, the pass's batch budget is spent, or the lease's deadline is near. The same
- * pass then drops the rate-limit log's expired starts and idle keys (src/store/rate-limit-sql.ts).
+ * pass then drops the rate-limit log's expired starts and idle keys (src/store/cluster/rate-limit-sql.ts).
  */
-import type { Clock } from "../clock.js";
-import type { PawlEventEmitter } from "../events.js";
-import type { Logger } from "../logger.js";
-import type { ClusterStore } from "../store/cluster-store.js";
-import type { PrunableStatus } from "../store/prune-sql.js";
+import type { Clock } from "../core/clock.js";
+import type { PawlEventEmitter } from "../core/events.js";
+import type { Logger } from "../core/logger.js";
+import type { ClusterStore } from "../store/job-store.js";
+import type { PrunableStatus } from "../store/cluster/prune-sql.js";
 import { leaseNames, type Lease, type LeaseManager } from "./lease.js";
+import type { BackgroundService } from "../core/periodic.js";
 
 /** What one pruning pass did. */
 export interface PruneResult {
@@ -46,7 +47,7 @@ export interface PrunerDeps extends PruneSettings {
 }
 
 /** Deletes old finished jobs. */
-export class Pruner {
+export class Pruner implements BackgroundService<PruneResult> {
   constructor(private readonly deps: PrunerDeps) {}
 
   /** One pass under the lease. `now` overrides the database's time (tests). */

@@ -10,20 +10,21 @@
  * Fires missed while every node was down follow the row's policy: `catch-up-one` (the default) enqueues
  * one child for the missed fires, `skip` drops them (see docs/cluster.md).
  */
-import type { Clock } from "../clock.js";
-import { buildNewJob, validateJobType, type NewJob, type TypeDefaults } from "../enqueue-input.js";
-import { ValidationError } from "../errors.js";
-import { toError, type PawlEventEmitter } from "../events.js";
+import type { Clock } from "../core/clock.js";
+import { buildNewJob, validateJobType, type NewJob, type TypeDefaults } from "../input/enqueue-input.js";
+import { ValidationError } from "../core/errors.js";
+import { toError, type PawlEventEmitter } from "../core/events.js";
 import type { PawlTracing } from "../tracing/pawl-tracing.js";
 import { traceInsert } from "../tracing/producer-spans.js";
 import { RECURRING_NAME } from "../tracing/attributes.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../core/logger.js";
 import { nextFire, planFire, validateCron, type MissedFirePolicy } from "../logic/cron.js";
-import { resolvePriority, type Priority } from "../priority.js";
-import type { ClusterStore } from "../store/cluster-store.js";
-import type { EnqueuedJob } from "../store/enqueue-jobs.js";
-import type { RecurringRow } from "../store/recurring-sql.js";
+import { resolvePriority, type Priority } from "../input/priority.js";
+import type { ClusterStore } from "../store/job-store.js";
+import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
+import type { RecurringRow } from "../store/cluster/recurring-sql.js";
 import { leaseNames, type Lease, type LeaseManager } from "./lease.js";
+import type { BackgroundService } from "../core/periodic.js";
 
 /** A recurring schedule (see {@link Pawl.schedule}). */
 export type Schedule = RecurringRow;
@@ -192,7 +193,7 @@ export interface RecurringSchedulerDeps {
 type BatchResult = Pick<RecurringResult, "fired" | "skipped" | "failed"> & { claimed: number };
 
 /** Fires due recurring schedules. */
-export class RecurringScheduler {
+export class RecurringScheduler implements BackgroundService<RecurringResult> {
   private readonly batch: number;
 
   constructor(private readonly deps: RecurringSchedulerDeps) {

@@ -4,13 +4,13 @@
  * just became runnable through the client's `afterEnqueue` hook (local wakeup, and a hint to other nodes
  * when the work is due now), exactly as an enqueue would.
  */
-import type { ResolvedConfig } from "../config.js";
-import type { PawlEventEmitter } from "../events.js";
-import type { ClientHooks } from "../client-hooks.js";
-import type { EnqueuedJob } from "../store/enqueue-jobs.js";
-import type { Job } from "../store/job-row.js";
+import type { ResolvedConfig } from "../input/config.js";
+import type { PawlEventEmitter } from "../core/events.js";
+import type { ClientHooks } from "./client-hooks.js";
+import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
+import type { Job } from "../store/jobs/job-row.js";
 import type { JobStore } from "../store/job-store.js";
-import type { Queryable } from "../store/sql.js";
+import type { Queryable } from "../db/sql.js";
 import type { PawlTracing } from "../tracing/pawl-tracing.js";
 
 /** The slice of a PawlClient the composition operations use. */

@@ -2,7 +2,7 @@
  * The errors of composition: the control error a handler's `ctx.waitForSignal()` throws to park its job,
  * and the typed errors of signals, pauses and flows.
  */
-import { PawlError } from "../errors.js";
+import { PawlError } from "../core/errors.js";
 
 /**
  * Thrown by `ctx.waitForSignal()` when no signal has been delivered for this run: the attempt ends, the

@@ -11,13 +11,13 @@ import {
   type EnqueueOptions,
   type NewJob,
   type TypeDefaults,
-} from "../enqueue-input.js";
-import { PawlError, ValidationError } from "../errors.js";
-import { describeValue, storableText } from "../input-text.js";
-import { serializePayload } from "../payload.js";
-import type { SqlClient } from "../store/sql.js";
-import type { FlowFailurePolicy, FlowKind } from "../store/flow-sql.js";
-import type { IsTyped, PawlTasks, PayloadField, TaskName, TaskPayload } from "../task-map.js";
+} from "../input/enqueue-input.js";
+import { PawlError, ValidationError } from "../core/errors.js";
+import { describeValue, storableText } from "../core/input-text.js";
+import { serializePayload } from "../input/payload.js";
+import type { SqlClient } from "../db/sql.js";
+import type { FlowFailurePolicy, FlowKind } from "../store/composition/flow-sql.js";
+import type { IsTyped, PawlTasks, PayloadField, TaskName, TaskPayload } from "../input/task-map.js";
 
 /** The enqueue options a flow member may carry (no `client`: the flow has one; no `uniqueKey`). */
 export type FlowJobOptions = Omit<EnqueueOptions, "client" | "uniqueKey">;

@@ -4,14 +4,14 @@
  * counters) plus its member jobs; members that cannot run yet are WAITING, and the flow trigger of
  * migration 0004 releases, cancels and counts them as their dependencies finish (docs/composition.md).
  */
-import { validateJobId } from "../store/job-id.js";
-import type { Job } from "../store/job-row.js";
+import { validateJobId } from "../input/job-id.js";
+import type { Job } from "../store/jobs/job-row.js";
 import type { JobStore } from "../store/job-store.js";
-import type { NewJob } from "../enqueue-input.js";
+import type { NewJob } from "../input/enqueue-input.js";
 import type { PawlTracing } from "../tracing/pawl-tracing.js";
 import { traceInsert } from "../tracing/producer-spans.js";
 import { FLOW_ID, MESSAGING_BATCH_MESSAGE_COUNT } from "../tracing/attributes.js";
-import type { FlowFailurePolicy, FlowKind, FlowListFilter, FlowRow } from "../store/flow-sql.js";
+import type { FlowFailurePolicy, FlowKind, FlowListFilter, FlowRow } from "../store/composition/flow-sql.js";
 import { announce, inTransaction, type CompositionDeps } from "./deps.js";
 import { FlowNotFoundError } from "./errors.js";
 import {
@@ -25,8 +25,8 @@ import {
   type FlowPlan,
   type WorkflowInput,
 } from "./flow-input.js";
-import type { UntypedTasks } from "../task-map.js";
-import { asQueryable, type Queryable, type SqlClient } from "../store/sql.js";
+import type { UntypedTasks } from "../input/task-map.js";
+import { asQueryable, type Queryable, type SqlClient } from "../db/sql.js";
 
 /** Batch children inserted per statement: bounds the statement's parameters and memory. */
 export const batchChunkSize = 10_000;
@@ -114,7 +114,7 @@ async function insertCompletion(
 
 /**
  * The caller's transaction as pawl's statements run on it, decided once per call as enqueue does
- * (src/store/sql.ts): a pg client takes the named statements, any other client their text and values.
+ * (src/db/sql.ts): a pg client takes the named statements, any other client their text and values.
  */
 function callerTransaction(client: SqlClient | undefined): Queryable | undefined {
   return client === undefined ? undefined : asQueryable(client);

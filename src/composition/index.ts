@@ -19,5 +19,5 @@ export type { Flow, FlowDetail, FlowHandle } from "./flows.js";
 export type { FlowContext, SignalDelivery, WaitForSignalOptions } from "./job-composition.js";
 export type { SignalResult } from "./signals.js";
 export type { Pause, PauseResult } from "./pause.js";
-export type { FlowFailurePolicy, FlowKind, FlowListFilter } from "../store/flow-sql.js";
-export type { PauseKind } from "../store/pause-sql.js";
+export type { FlowFailurePolicy, FlowKind, FlowListFilter } from "../store/composition/flow-sql.js";
+export type { PauseKind } from "../store/composition/pause-sql.js";

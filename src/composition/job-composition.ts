@@ -8,8 +8,8 @@
  * The first `waitForSignal()` of an attempt returns it; any later call in the same attempt, or any call
  * when nothing was delivered, parks the job (throws {@link WaitForSignal}) and clears it.
  */
-import { ValidationError } from "../errors.js";
-import type { FlowKind, JobCompositionRow } from "../store/flow-sql.js";
+import { ValidationError } from "../core/errors.js";
+import type { FlowKind, JobCompositionRow } from "../store/composition/flow-sql.js";
 import { WaitForSignal } from "./errors.js";
 import type { JobContextServices } from "./signals.js";
 

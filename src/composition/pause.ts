@@ -2,14 +2,14 @@
  * Pause and resume: of one job (`pauseJob`: a PENDING job becomes PAUSED and no node claims it until
  * `resumeJob`), and of a whole queue or job type across the cluster (`pauseQueue`, `pauseJobType`: every
  * PENDING job of it, and every job of it that becomes PENDING later, is PAUSED until the resume). The
- * store does all of it (src/store/pause-sql.ts); here are the checks, the events and the wakeups.
+ * store does all of it (src/store/composition/pause-sql.ts); here are the checks, the events and the wakeups.
  */
-import { JobNotFoundError, PawlError } from "../errors.js";
-import { validateJobType, validateQueueName } from "../enqueue-input.js";
-import { validateJobId } from "../store/job-id.js";
-import type { Job } from "../store/job-row.js";
-import type { JobPauseResult, PauseKind } from "../store/pause-sql.js";
-import type { DuplicateCanceled } from "../store/return-to-pending.js";
+import { JobNotFoundError, PawlError } from "../core/errors.js";
+import { validateJobType, validateQueueName } from "../input/enqueue-input.js";
+import { validateJobId } from "../input/job-id.js";
+import type { Job } from "../store/jobs/job-row.js";
+import type { JobPauseResult, PauseKind } from "../store/composition/pause-sql.js";
+import type { DuplicateCanceled } from "../store/jobs/return-to-pending.js";
 import { announce, type CompositionDeps } from "./deps.js";
 import { JobStateError } from "./errors.js";
 

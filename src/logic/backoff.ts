@@ -5,7 +5,7 @@
  */
 
 import { readNumbers } from "./config-check.js";
-import { ValidationError } from "../errors.js";
+import { ValidationError } from "../core/errors.js";
 
 /** How a failed job's next attempt is delayed. */
 export interface RetryPolicy {

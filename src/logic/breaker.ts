@@ -15,7 +15,7 @@
  */
 
 import { readNumbers } from "./config-check.js";
-import { ValidationError } from "../errors.js";
+import { ValidationError } from "../core/errors.js";
 
 /** The breaker's state. */
 export type BreakerState = "CLOSED" | "OPEN" | "HALF_OPEN";

@@ -2,7 +2,7 @@
  * The one config reader of the pure modules: rejects unknown keys and non-finite numbers with a message
  * naming the field, then fills in the defaults.
  */
-import { ValidationError } from "../errors.js";
+import { ValidationError } from "../core/errors.js";
 
 /** Rejects unknown keys and non-finite numbers, then fills in the defaults. */
 export function readNumbers<T extends object>(name: string, defaults: T, partial: unknown): T {

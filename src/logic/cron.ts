@@ -12,7 +12,7 @@
  */
 
 import { Cron } from "croner";
-import { ValidationError } from "../errors.js";
+import { ValidationError } from "../core/errors.js";
 
 const defaultTimezone = "UTC";
 

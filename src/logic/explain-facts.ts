@@ -5,7 +5,7 @@
  * logic/ because the decision (./explain.ts) is their only reader that must not do I/O; the store
  * imports the registry's shape from here so the writer and the reader cannot drift.
  */
-import type { Job } from "../job.js";
+import type { Job } from "../core/job.js";
 
 /** A job type as a node registered it. */
 export interface PublishedType {

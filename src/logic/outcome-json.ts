@@ -15,7 +15,7 @@
  * Pure: no I/O, nothing read from the environment. The batch writer still isolates a statement that
  * PostgreSQL refuses (defence in depth), but a value that passed through here is not expected to be one.
  */
-import { jsonbRefusal, sanitizeText } from "../json-text.js";
+import { jsonbRefusal, sanitizeText } from "../core/json-text.js";
 
 /**
  * Results nested deeper than this many arrays and objects are stored as null. Far beyond real results,

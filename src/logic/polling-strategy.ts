@@ -25,7 +25,7 @@
  */
 
 import { readNumbers } from "./config-check.js";
-import { ValidationError } from "../errors.js";
+import { ValidationError } from "../core/errors.js";
 
 /** The three polling modes; see the file header. */
 export type PollingMode = "burst" | "normal" | "deep-idle";

@@ -1,7 +1,7 @@
 /**
  * Rate limits, the pure part: the configuration's rules, the names of the keys an attempt is admitted
  * under, and the node's memory of closed windows. The admission itself is the store's (an exact sliding
- * log in the database, src/store/rate-limit-sql.ts); what is decided here is what a node may conclude
+ * log in the database, src/store/cluster/rate-limit-sql.ts); what is decided here is what a node may conclude
  * without asking it, and when a refused job comes back.
  *
  * **The memory of a closed key.** The store answers a refusal with the window's next opening: the time
@@ -17,8 +17,8 @@
  * back up to n times the limit per window, and the surplus is refused once more (a bounded cost, never a
  * loop: every refusal pushes its job at least to the next opening).
  */
-import { ValidationError } from "../errors.js";
-import { textProblem } from "../input-text.js";
+import { ValidationError } from "../core/errors.js";
+import { textProblem } from "../core/input-text.js";
 
 /** The longest value a key function may return (characters). */
 export const maxRateLimitKeyLength = 200;

@@ -11,7 +11,7 @@
  */
 
 import { readNumbers } from "./config-check.js";
-import { ValidationError } from "../errors.js";
+import { ValidationError } from "../core/errors.js";
 
 /** Tuning of the per-attempt watchdog. */
 export interface WatchdogConfig {

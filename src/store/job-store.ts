@@ -7,25 +7,31 @@
  * held to the same claim order by one contract suite (test/contract/store-contract.ts).
  *
  * {@link NodeStore} is the slice a node's runtime uses; the twin implements that slice. The PostgreSQL
- * implementation is {@link PostgresJobStore}; `new JobStore(pool, schema)` still builds one.
+ * implementation is `PostgresJobStore` (postgres-job-store.ts); `new JobStore(pool, schema)` still builds one.
  */
 import type { FoldedNotify } from "../../coordinators/spi.js";
-import type { NewJob } from "../enqueue-input.js";
-import type { CancelResult } from "./cancel-job.js";
-import type { ClaimArgs, ClaimedJob } from "./claim-jobs.js";
-import type { DeadLetterFilter, RetriedJobs } from "./dead-letter.js";
-import type { EnqueuedJob } from "./enqueue-jobs.js";
-import type { Completion, Death, Reschedule, Retry } from "./finish-jobs.js";
-import type { Job } from "./job-row.js";
-import type { ProgressWrite } from "./progress-sql.js";
-import type { MigrateResult, MigrationStatus } from "./migrate.js";
-import type { ClusterStore } from "./cluster-store.js";
-import { PostgresJobStore } from "./postgres-job-store.js";
-import type { JobCount, ListJobsFilter } from "./read-jobs.js";
-import type { Queryable } from "./sql.js";
-import type { RateAdmission, RateWindow } from "./rate-limit-sql.js";
+import type { NewJob } from "../input/enqueue-input.js";
+import type { CancelResult } from "./jobs/cancel-job.js";
+import type { ClaimArgs, ClaimedJob } from "./claim/claim-jobs.js";
+import type { DeadLetterFilter, RetriedJobs } from "./jobs/dead-letter.js";
+import type { EnqueuedJob } from "./jobs/enqueue-jobs.js";
+import type { Completion, Death, Reschedule, Retry } from "./outcomes/finish-jobs.js";
+import type { Job } from "./jobs/job-row.js";
+import type { ProgressWrite } from "./outcomes/progress-sql.js";
+import type { MigrateResult, MigrationStatus } from "./migrations/migrate.js";
+import type {
+  LeaseStore,
+  NodeRegistryStore,
+  OrphanStore,
+  PruneStore,
+  RecurringStore,
+} from "./cluster/cluster-store.js";
+import type { JobCount, ListJobsFilter } from "./jobs/read-jobs.js";
+import type { Queryable } from "../db/sql.js";
+import type { Logger } from "../core/logger.js";
+import type { RateAdmission, RateWindow } from "./cluster/rate-limit-sql.js";
 import type { RateKey } from "../logic/rate-limit.js";
-import type { FlowStore, PauseStore, SignalStore } from "./composition-store.js";
+import type { FlowStore, PauseStore, SignalStore } from "./composition/composition-store.js";
 
 /** The jobs' lifecycle: insert, claim, finish, cancel, read. */
 export interface JobLifecycleStore {
@@ -90,7 +96,7 @@ export interface PermitStore {
   releasePermit(resource: string, jobId: string): Promise<void>;
 }
 
-/** Cluster-wide rate limits: an exact sliding log of starts per key (src/store/rate-limit-sql.ts). */
+/** Cluster-wide rate limits: an exact sliding log of starts per key (src/store/cluster/rate-limit-sql.ts). */
 export interface RateLimitStore {
   /**
    * Admits one attempt of `jobId` under every key of `keys`, or under none: admitted when each key has
@@ -150,15 +156,33 @@ export type NodeStore = JobLifecycleStore &
   Pick<FlowStore, "readComposition"> &
   Pick<SignalStore, "park">;
 
+/** A gateway on a connection of its own, and how to close that connection. */
+export interface DedicatedClusterStore {
+  /** The gateway, on its own connection. */
+  store: ClusterStore;
+  /** Closes the connection. */
+  end(): Promise<void>;
+}
+
 /**
- * Builds the PostgreSQL gateway: `new JobStore(pool, schema)` is `new PostgresJobStore(pool, schema)`,
- * kept so the constructor existing code and users call goes on working.
- *
- * @example
- * ```ts
- * const store = new JobStore(pool, "pawl");
- * const batch = await store.claim({ nodeId: "a", limit: 10, types: ["email.send"], boostIntervalMs: 0, withPayload: true });
- * await store.complete("a", batch.map((j) => ({ id: j.id, resultJson: null })));
- * ```
+ * What the cluster services need from the store: the cluster's slices (cluster/cluster-store.ts), a
+ * recurring fire's enqueue and transaction, and the database's time. It is declared here, beside the
+ * gateway, because its transaction hands out the whole gateway.
  */
-export const JobStore = PostgresJobStore;
+export interface ClusterStore
+  extends
+    NodeRegistryStore,
+    LeaseStore,
+    OrphanStore,
+    PruneStore,
+    RecurringStore,
+    Pick<JobLifecycleStore, "enqueue">,
+    Pick<TransactionStore, "transaction" | "databaseTime"> {
+  /** The schema the gateway's tables are in (one node id may run once per schema in a process). */
+  readonly schema: string;
+  /**
+   * The same gateway on a pool of one connection of its own to `connectionString` (the heartbeat's, so
+   * beats never queue behind job traffic on a saturated pool), named `applicationName` in pg_stat_activity.
+   */
+  dedicated(connectionString: string, logger: Logger, applicationName: string): DedicatedClusterStore;
+}

@@ -10,16 +10,27 @@
  * The cluster's statements (node registry, leases, orphans, pruning, recurring schedules) are inherited
  * from {@link PostgresClusterStatements} (postgres-cluster-statements.ts).
  */
-import { PostgresOperatorReads, type OperatorReads } from "./operator-reads.js";
+import { PostgresOperatorReads, type OperatorReads } from "./operator/operator-reads.js";
 import type pg from "pg";
 import type { FoldedNotify } from "../../coordinators/spi.js";
-import type { NewJob } from "../enqueue-input.js";
-import type { Logger } from "../logger.js";
-import type { DedicatedClusterStore } from "./cluster-store.js";
-import { cancelJob, canceledAmong, type CancelResult } from "./cancel-job.js";
-import { claimJobById, claimJobs, loadPayloads, type ClaimArgs, type ClaimedJob } from "./claim-jobs.js";
-import { listDead, purgeDead, retryDead, type DeadLetterFilter, type RetriedJobs } from "./dead-letter.js";
-import { enqueueJobs, type EnqueuedJob } from "./enqueue-jobs.js";
+import type { NewJob } from "../input/enqueue-input.js";
+import type { Logger } from "../core/logger.js";
+import { cancelJob, canceledAmong, type CancelResult } from "./jobs/cancel-job.js";
+import {
+  claimJobById,
+  claimJobs,
+  loadPayloads,
+  type ClaimArgs,
+  type ClaimedJob,
+} from "./claim/claim-jobs.js";
+import {
+  listDead,
+  purgeDead,
+  retryDead,
+  type DeadLetterFilter,
+  type RetriedJobs,
+} from "./jobs/dead-letter.js";
+import { enqueueJobs, type EnqueuedJob } from "./jobs/enqueue-jobs.js";
 import {
   completeJobs,
   killJobs,
@@ -30,7 +41,7 @@ import {
   type Reschedule,
   type Retry,
   type SucceededRetention,
-} from "./finish-jobs.js";
+} from "./outcomes/finish-jobs.js";
 import {
   allocateJobIds,
   cancelFlowMembers,
@@ -48,11 +59,11 @@ import {
   type FlowMemberInsert,
   type FlowRow,
   type JobCompositionRow,
-} from "./flow-sql.js";
-import { inHeldTransaction } from "./held-client.js";
-import type { Job } from "./job-row.js";
-import type { JobStore } from "./job-store.js";
-import { migrate, migrationStatus, type MigrateResult, type MigrationStatus } from "./migrate.js";
+} from "./composition/flow-sql.js";
+import { inHeldTransaction } from "../db/held-client.js";
+import type { Job } from "./jobs/job-row.js";
+import type { DedicatedClusterStore, JobStore as Gateway } from "./job-store.js";
+import { migrate, migrationStatus, type MigrateResult, type MigrationStatus } from "./migrations/migrate.js";
 import {
   listPauses,
   pauseOneJob,
@@ -63,9 +74,9 @@ import {
   type PauseChange,
   type PauseKind,
   type PauseRow,
-} from "./pause-sql.js";
-import { acquirePermit, releasePermit } from "./permits.js";
-import { admitRate, rateWindows, type RateAdmission, type RateWindow } from "./rate-limit-sql.js";
+} from "./composition/pause-sql.js";
+import { acquirePermit, releasePermit } from "./cluster/permits.js";
+import { admitRate, rateWindows, type RateAdmission, type RateWindow } from "./cluster/rate-limit-sql.js";
 import type { RateKey } from "../logic/rate-limit.js";
 import {
   countJobs,
@@ -74,8 +85,8 @@ import {
   listJobs,
   type JobCount,
   type ListJobsFilter,
-} from "./read-jobs.js";
-import { writeProgress, type ProgressWrite } from "./progress-sql.js";
+} from "./jobs/read-jobs.js";
+import { writeProgress, type ProgressWrite } from "./outcomes/progress-sql.js";
 import {
   deliverSignal,
   nextWaitDeadlineMs,
@@ -84,10 +95,10 @@ import {
   type DeliverResult,
   type Park,
   type TimedOutWaits,
-} from "./signal-sql.js";
-import { createPool } from "./pool.js";
-import { PostgresClusterStatements } from "./postgres-cluster-statements.js";
-import type { Queryable, Tables } from "./sql.js";
+} from "./composition/signal-sql.js";
+import { createPool } from "../db/pool.js";
+import { PostgresClusterStatements } from "./cluster/postgres-cluster-statements.js";
+import type { Queryable, Tables } from "../db/sql.js";
 
 /** How a gateway treats what it writes. */
 export interface PostgresJobStoreOptions {
@@ -111,7 +122,7 @@ export interface PostgresJobStoreOptions {
  * });
  * ```
  */
-export class PostgresJobStore extends PostgresClusterStatements implements JobStore {
+export class PostgresJobStore extends PostgresClusterStatements implements Gateway {
   constructor(
     pool: pg.Pool,
     /** The schema name (or, for a bound copy, the pool gateway's tables, so statements stay cached). */
@@ -365,3 +376,19 @@ export class PostgresJobStore extends PostgresClusterStatements implements JobSt
     return resumeOneJob(this.db, this.tables, id);
   }
 }
+
+/**
+ * Builds the PostgreSQL gateway: `new JobStore(pool, schema)` is `new PostgresJobStore(pool, schema)`,
+ * kept so the constructor existing code and users call goes on working. As a type, `JobStore` is the
+ * gateway's interface (job-store.ts).
+ *
+ * @example
+ * ```ts
+ * const store = new JobStore(pool, "pawl");
+ * const batch = await store.claim({ nodeId: "a", limit: 10, types: ["email.send"], boostIntervalMs: 0, withPayload: true });
+ * await store.complete("a", batch.map((j) => ({ id: j.id, resultJson: null })));
+ * ```
+ */
+export const JobStore = PostgresJobStore;
+/** The gateway's interface (job-store.ts), under the constructor's name. */
+export type JobStore = Gateway;

@@ -4,9 +4,9 @@
  * forever (a node must not drop work); a test helper must instead finish before it returns and fail
  * loudly, so inline() and drain() hand this writer to the runtime's own finishAttempt().
  */
-import type { OutcomeSink } from "../store/outcome-sink.js";
+import type { OutcomeSink } from "../store/outcomes/outcome-sink.js";
 import type { JobStore } from "../store/job-store.js";
-import type { Completion, Death, Reschedule, Retry } from "../store/finish-jobs.js";
+import type { Completion, Death, Reschedule, Retry } from "../store/outcomes/finish-jobs.js";
 
 type Done = (accepted: boolean) => void;
 

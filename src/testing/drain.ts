@@ -6,11 +6,11 @@
  * run again by the same drain: call drain() again for the next round.
  */
 import { randomBytes } from "node:crypto";
-import { PawlError } from "../errors.js";
-import type { Pawl } from "../pawl.js";
-import type { ClaimedJob } from "../store/claim-jobs.js";
+import { PawlError } from "../core/errors.js";
+import type { Pawl } from "../api/pawl.js";
+import type { ClaimedJob } from "../store/claim/claim-jobs.js";
 import { registeredTypes } from "./internals.js";
-import type { PawlTasks, TaskName, UntypedTasks } from "../task-map.js";
+import type { PawlTasks, TaskName, UntypedTasks } from "../input/task-map.js";
 import { runAttempt, type TypedAttemptResult } from "./run-attempt.js";
 
 /** Options of {@link drain}. */

@@ -4,14 +4,14 @@
  * and SQL as production. Databases boot from a per-process template, so each costs about half a second
  * after the first.
  */
-import { Pawl } from "../pawl.js";
-import type { PawlConfig } from "../config.js";
-import { silentLogger } from "../logger.js";
-import { EmbeddedPool } from "../embedded/embedded-pool.js";
-import { EMBEDDED_MEMORY_URL } from "../embedded/embedded-url.js";
-import { embeddedTemplate } from "../embedded/embedded-template.js";
-import type { EmbeddedDatabase } from "../embedded/embedded-database.js";
-import type { PawlTasks } from "../task-map.js";
+import { Pawl } from "../api/pawl.js";
+import type { PawlConfig } from "../input/config.js";
+import { silentLogger } from "../core/logger.js";
+import { EmbeddedPool } from "../db/embedded/embedded-pool.js";
+import { EMBEDDED_MEMORY_URL } from "../db/embedded/embedded-url.js";
+import { embeddedTemplate } from "../db/embedded/embedded-template.js";
+import type { EmbeddedDatabase } from "../db/embedded/embedded-database.js";
+import type { PawlTasks } from "../input/task-map.js";
 
 /**
  * A fresh in-memory embedded database for a test. Share it between several pawl instances (nodes of one

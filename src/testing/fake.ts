@@ -6,16 +6,16 @@
  * different instances are independent and tests using them may run in parallel.
  */
 import { AssertionError } from "node:assert";
-import { buildNewJob, type EnqueueOptions, type NewJob } from "../enqueue-input.js";
-import { PawlError, ValidationError } from "../errors.js";
-import type { PawlClient } from "../client.js";
-import type { EnqueueItem } from "../task-map.js";
-import { typeDefaults } from "../runtime/registry.js";
-import type { EnqueuedJob } from "../store/enqueue-jobs.js";
-import type { SqlClient } from "../store/sql.js";
+import { buildNewJob, type EnqueueOptions, type NewJob } from "../input/enqueue-input.js";
+import { PawlError, ValidationError } from "../core/errors.js";
+import type { PawlClient } from "../api/client.js";
+import type { EnqueueItem } from "../input/task-map.js";
+import { typeDefaults } from "../node/registry.js";
+import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
+import type { SqlClient } from "../db/sql.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
 import { describeMatcher, matches, type PayloadMatcher } from "./match.js";
-import type { IsTyped, PawlTasks, TaskName, TaskPayload } from "../task-map.js";
+import type { IsTyped, PawlTasks, TaskName, TaskPayload } from "../input/task-map.js";
 
 /** One recorded enqueue (with a task map, a union over its job types, each with its payload). */
 export type RecordedEnqueue<

@@ -14,14 +14,14 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
-import type { EnqueueOptions } from "../enqueue-input.js";
-import { PawlError } from "../errors.js";
-import type { EnqueueItem } from "../task-map.js";
-import type { Pawl } from "../pawl.js";
-import type { EnqueuedJob } from "../store/enqueue-jobs.js";
-import { asQueryable, type SqlClient } from "../store/sql.js";
+import type { EnqueueOptions } from "../input/enqueue-input.js";
+import { PawlError } from "../core/errors.js";
+import type { EnqueueItem } from "../input/task-map.js";
+import type { Pawl } from "../api/pawl.js";
+import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
+import { asQueryable, type SqlClient } from "../db/sql.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
-import type { PawlTasks } from "../task-map.js";
+import type { PawlTasks } from "../input/task-map.js";
 import { runAttempt, type AttemptResult, type TypedAttemptResult } from "./run-attempt.js";
 
 /** Options of {@link inline}. */

@@ -3,12 +3,12 @@
  * methods fake() and inline() replace. Kept in one file so a change to Pawl's internals breaks here, with
  * a clear message, and nowhere else.
  */
-import { PawlError } from "../errors.js";
-import type { PawlClient } from "../client.js";
-import { Pawl } from "../pawl.js";
-import type { JobType } from "../runtime/registry.js";
-import type { ResolvedRuntimeOptions } from "../runtime/runtime-config.js";
-import type { UntypedTasks } from "../task-map.js";
+import { PawlError } from "../core/errors.js";
+import type { PawlClient } from "../api/client.js";
+import { Pawl } from "../api/pawl.js";
+import type { JobType } from "../node/registry.js";
+import type { ResolvedRuntimeOptions } from "../input/runtime-config.js";
+import type { UntypedTasks } from "../input/task-map.js";
 
 /**
  * An instance whatever its task map: the map only types calls, so the helpers below, which make none on

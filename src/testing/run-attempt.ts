@@ -6,20 +6,20 @@
  * decided by the same code as in production. What is left out is what only matters between many jobs on a
  * node: circuit breakers, resource permits and rate limits are not consulted.
  */
-import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "../events.js";
-import { runValidator } from "../enqueue-input.js";
+import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "../core/events.js";
+import { runValidator } from "../input/enqueue-input.js";
 import { watchdogSchedule } from "../logic/watchdog-schedule.js";
 import type { TaskOutcome } from "../machines/job-task-machine.js";
-import { finishAttempt } from "../runtime/finish-attempt.js";
-import { JobTimeoutError } from "../errors.js";
-import { JobContext } from "../runtime/job-context.js";
-import { invokeHandler } from "../runtime/invoke-handler.js";
-import { jobInfo, type JobRun } from "../runtime/job-run.js";
-import type { JobType } from "../runtime/registry.js";
-import type { ClaimedJob } from "../store/claim-jobs.js";
+import { finishAttempt } from "../node/attempt/finish-attempt.js";
+import { JobTimeoutError } from "../core/errors.js";
+import { JobContext } from "../node/attempt/job-context.js";
+import { invokeHandler } from "../node/attempt/invoke-handler.js";
+import { jobInfo, type JobRun } from "../node/attempt/job-run.js";
+import type { JobType } from "../node/registry.js";
+import type { ClaimedJob } from "../store/claim/claim-jobs.js";
 import { DirectWriter } from "./direct-writer.js";
 import { runtimeOptionsOf, type AnyPawl } from "./internals.js";
-import type { PawlTasks, TaskName, TaskResult } from "../task-map.js";
+import type { PawlTasks, TaskName, TaskResult } from "../input/task-map.js";
 
 /**
  * How an attempt run by inline() or drain() ended, as recorded in the store:

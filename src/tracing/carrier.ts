@@ -5,7 +5,7 @@
  * the W3C `traceparent` itself, so a job's attempt continues its producer's trace whatever the setup.
  */
 import type { Context, Span, SpanContext } from "@opentelemetry/api";
-import { textProblem } from "../input-text.js";
+import { textProblem } from "../core/input-text.js";
 import type { OtelApi } from "./otel-api.js";
 
 /** The largest carrier stored (JSON text); a larger one (a big baggage) keeps only traceparent and tracestate. */

@@ -5,7 +5,7 @@
  */
 import type { Tracer } from "@opentelemetry/api";
 import { loadOtelApi, type OtelApi } from "./otel-api.js";
-import type { ResolvedTracing } from "./tracing-options.js";
+import type { ResolvedTracing } from "../input/tracing-options.js";
 
 /** The instrumentation scope of pawl's spans. */
 export const tracerName = "pawl";

@@ -5,7 +5,7 @@
  * returns, and the span ends then. An insert that fails ends its spans with the error.
  */
 import type { Attributes, Span } from "@opentelemetry/api";
-import type { NewJob } from "../enqueue-input.js";
+import type { NewJob } from "../input/enqueue-input.js";
 import * as a from "./attributes.js";
 import { injectCarrier } from "./carrier.js";
 import type { PawlTracing } from "./pawl-tracing.js";

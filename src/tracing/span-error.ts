@@ -3,7 +3,7 @@
  * span: both run on a span an application's SDK made, so neither may throw into pawl.
  */
 import type { Span } from "@opentelemetry/api";
-import { describeThrown, thrownAsError } from "../logic/thrown-value.js";
+import { describeThrown, thrownAsError } from "../core/thrown-value.js";
 
 /** SpanStatusCode.ERROR (a constant of the API; spelled here so this needs no loaded module). */
 const statusError = 2;

@@ -3,14 +3,14 @@
  * without the job runtime), and raw inserts of node, job and permit rows in a given state.
  */
 import pg from "pg";
-import { systemClock, type Clock } from "../../src/clock.js";
+import { systemClock, type Clock } from "../../src/core/clock.js";
 import { ClusterServices } from "../../src/cluster/cluster-services.js";
-import { resolveClusterOptions, type ClusterOptions } from "../../src/cluster/cluster-options.js";
+import { resolveClusterOptions, type ClusterOptions } from "../../src/input/cluster-options.js";
 import type { LagProbe } from "../../src/cluster/heartbeat.js";
-import { PawlEventEmitter } from "../../src/events.js";
-import { silentLogger, type Logger } from "../../src/logger.js";
+import { PawlEventEmitter } from "../../src/core/events.js";
+import { silentLogger, type Logger } from "../../src/core/logger.js";
 import { PostgresJobStore } from "../../src/store/postgres-job-store.js";
-import type { EnqueuedJob } from "../../src/store/enqueue-jobs.js";
+import type { EnqueuedJob } from "../../src/store/jobs/enqueue-jobs.js";
 import { databaseUrl } from "../helpers/db.js";
 
 /** A fixed lag reading, for deterministic heartbeat intervals. */

@@ -20,8 +20,8 @@ import {
   parseCoordinatorSpec,
   type WakeupHint,
 } from "../../coordinators/index.js";
-import { ManualClock } from "../../src/clock.js";
-import { PawlError } from "../../src/errors.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { PawlError } from "../../src/core/errors.js";
 
 describe("hint codec", () => {
   it("round-trips work and cancel hints", () => {

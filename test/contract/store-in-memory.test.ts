@@ -1,5 +1,5 @@
 /** The store contract against the in-memory twin (test/helpers/in-memory-store.ts). */
-import { ManualClock } from "../../src/clock.js";
+import { ManualClock } from "../../src/core/clock.js";
 import { InMemoryJobStore } from "../helpers/in-memory-store.js";
 import { describeStoreContract } from "../helpers/store-contract.js";
 

@@ -8,9 +8,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createMetrics } from "../../observability/index.js";
 import type { Pawl } from "../../src/index.js";
-import type { PawlConfig } from "../../src/config.js";
+import type { PawlConfig } from "../../src/input/config.js";
 import { embeddedDatabase, embeddedPawl, type EmbeddedPawl } from "../../src/testing/index.js";
-import type { EmbeddedDatabase } from "../../src/embedded/embedded-database.js";
+import type { EmbeddedDatabase } from "../../src/db/embedded/embedded-database.js";
 import { uniqueSchema } from "../helpers/db.js";
 
 const fastRetry = { retry: { baseMs: 10, factor: 1, maxMs: 10, jitter: 0 } };

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createPawl, PawlError, ValidationError } from "../../src/index.js";
-import { parseEmbeddedUrl } from "../../src/embedded/embedded-url.js";
-import { lockDataDir } from "../../src/embedded/data-dir-lock.js";
-import type { EmbeddedPool } from "../../src/embedded/embedded-pool.js";
+import { parseEmbeddedUrl } from "../../src/db/embedded/embedded-url.js";
+import { lockDataDir } from "../../src/db/embedded/data-dir-lock.js";
+import type { EmbeddedPool } from "../../src/db/embedded/embedded-pool.js";
 
 /** Booting PGlite is CPU-bound (WebAssembly compile, initdb): seconds here, far more on a loaded runner. */
 const bootTimeout = 180_000;

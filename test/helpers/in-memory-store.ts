@@ -9,20 +9,26 @@
  * test/contract/store-contract.ts runs the same scenarios against it and PostgreSQL so the two cannot
  * drift. Not covered: flows, pauses, signals beyond park, the dead letter queue, transactions.
  */
-import type { Clock } from "../../src/clock.js";
-import type { NewJob } from "../../src/enqueue-input.js";
+import type { Clock } from "../../src/core/clock.js";
+import type { NewJob } from "../../src/input/enqueue-input.js";
 import { ageBoost } from "../../src/logic/age-boost.js";
-import type { CancelResult } from "../../src/store/cancel-job.js";
-import type { ClaimArgs, ClaimedJob } from "../../src/store/claim-jobs.js";
-import type { EnqueuedJob } from "../../src/store/enqueue-jobs.js";
-import type { Completion, Death, ErrorInfo, Reschedule, Retry } from "../../src/store/finish-jobs.js";
-import type { JobCompositionRow } from "../../src/store/flow-sql.js";
-import type { Job, JobErrorRecord, JobStatus } from "../../src/store/job-row.js";
+import type { CancelResult } from "../../src/store/jobs/cancel-job.js";
+import type { ClaimArgs, ClaimedJob } from "../../src/store/claim/claim-jobs.js";
+import type { EnqueuedJob } from "../../src/store/jobs/enqueue-jobs.js";
+import type {
+  Completion,
+  Death,
+  ErrorInfo,
+  Reschedule,
+  Retry,
+} from "../../src/store/outcomes/finish-jobs.js";
+import type { JobCompositionRow } from "../../src/store/composition/flow-sql.js";
+import type { Job, JobErrorRecord, JobStatus } from "../../src/store/jobs/job-row.js";
 import type { NodeStore } from "../../src/store/job-store.js";
-import type { JobCount, ListJobsFilter } from "../../src/store/read-jobs.js";
-import type { Park } from "../../src/store/signal-sql.js";
+import type { JobCount, ListJobsFilter } from "../../src/store/jobs/read-jobs.js";
+import type { Park } from "../../src/store/composition/signal-sql.js";
 import type { RateKey } from "../../src/logic/rate-limit.js";
-import type { RateAdmission, RateWindow } from "../../src/store/rate-limit-sql.js";
+import type { RateAdmission, RateWindow } from "../../src/store/cluster/rate-limit-sql.js";
 
 /** Statuses that hold a unique key (the partial unique index of migration 0001). */
 const keyHolding: ReadonlySet<JobStatus> = new Set(["PENDING", "RUNNING"]);

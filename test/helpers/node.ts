@@ -1,5 +1,5 @@
 import { createPawl, type Pawl } from "../../src/index.js";
-import type { PawlConfig } from "../../src/config.js";
+import type { PawlConfig } from "../../src/input/config.js";
 import { databaseUrl } from "./db.js";
 
 /**

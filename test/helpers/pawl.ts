@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { createPawl } from "../../src/index.js";
-import type { PawlConfig } from "../../src/config.js";
+import type { PawlConfig } from "../../src/input/config.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "./db.js";
 
 /** A migrated schema of its own for one test file, with a raw pool for assertions. */

@@ -5,7 +5,7 @@
  * `now`, so PostgreSQL's now() and the twin's clock never enter the comparison.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import type { NewJob } from "../../src/enqueue-input.js";
+import type { NewJob } from "../../src/input/enqueue-input.js";
 import type { NodeStore } from "../../src/store/job-store.js";
 
 /** A fresh, empty store per test. */

@@ -3,7 +3,7 @@
  * resolvers, which check the code and the message of what was refused.
  */
 import { expect } from "vitest";
-import { ValidationError } from "../../src/errors.js";
+import { ValidationError } from "../../src/core/errors.js";
 
 /**
  * Calls `fn` and returns the ValidationError it threw.

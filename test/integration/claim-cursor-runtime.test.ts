@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPawl, ValidationError, type Pawl } from "../../src/index.js";
-import { ClassicClaimer } from "../../src/store/claimer.js";
-import { CursorClaimer } from "../../src/store/claim-cursor.js";
+import { ClassicClaimer } from "../../src/store/claim/claimer.js";
+import { CursorClaimer } from "../../src/store/claim/claim-cursor.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
 import { databaseUrl } from "../helpers/db.js";

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { PostgresJobStore } from "../../src/index.js";
 import { JobStore } from "../../src/index.js";
-import { ManualClock } from "../../src/clock.js";
-import { buildNewJob } from "../../src/enqueue-input.js";
-import { CursorClaimer, type CursorClaimerOptions } from "../../src/store/claim-cursor.js";
-import { pickWindow } from "../../src/store/claim-cursor-state.js";
-import type { WindowRow } from "../../src/store/claim-positions.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { buildNewJob } from "../../src/input/enqueue-input.js";
+import { CursorClaimer, type CursorClaimerOptions } from "../../src/store/claim/claim-cursor.js";
+import { pickWindow } from "../../src/store/claim/claim-cursor-state.js";
+import type { WindowRow } from "../../src/store/claim/claim-positions.js";
 import { setupSchema } from "../helpers/pawl.js";
 
 let schema: string;

@@ -4,7 +4,7 @@ import type { PostgresJobStore } from "../../src/index.js";
 import { JobStore } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { databaseUrl, testPool } from "../helpers/db.js";
-import { buildNewJob } from "../../src/enqueue-input.js";
+import { buildNewJob } from "../../src/input/enqueue-input.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -159,7 +159,7 @@ describe("claim", () => {
     await reset();
     await store.enqueue(Array.from({ length: 20_000 }, (_, i) => newJob("e", (i % 4) * 10)));
     await pool.query(`ANALYZE "${schema}".scheduler_job_queue`);
-    const { claimSql } = await import("../../src/store/claim-jobs.js");
+    const { claimSql } = await import("../../src/store/claim/claim-jobs.js");
     const client = await pool.connect();
     try {
       await client.query("BEGIN");

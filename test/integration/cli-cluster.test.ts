@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { main } from "../../src/cli/main.js";
 import type { Pawl } from "../../src/index.js";
-import type { NodeInfo } from "../../src/store/node-sql.js";
+import type { NodeInfo } from "../../src/store/cluster/node-sql.js";
 import { databaseUrl } from "../helpers/db.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
 

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { main } from "../../src/cli/main.js";
-import { loadMigrations, migrationScript } from "../../src/store/migrate.js";
+import { loadMigrations, migrationScript } from "../../src/store/migrations/migrate.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../helpers/db.js";
 
 const pool = testPool();

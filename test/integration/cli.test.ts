@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { promisify } from "node:util";
 import type pg from "pg";
-import { loadMigrations } from "../../src/store/migrate.js";
+import { loadMigrations } from "../../src/store/migrations/migrate.js";
 import { main } from "../../src/cli/main.js";
 import { JobStore, type Job, type PawlClient } from "../../src/index.js";
 import { databaseUrl, dropSchema, uniqueSchema } from "../helpers/db.js";

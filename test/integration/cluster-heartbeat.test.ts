@@ -4,8 +4,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hostname } from "node:os";
 import type pg from "pg";
-import { ManualClock } from "../../src/clock.js";
-import type { Logger } from "../../src/logger.js";
+import { ManualClock } from "../../src/core/clock.js";
+import type { Logger } from "../../src/core/logger.js";
 import type { Pawl } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { performance } from "node:perf_hooks";
-import { ManualClock } from "../../src/clock.js";
+import { ManualClock } from "../../src/core/clock.js";
 import type { Pawl } from "../../src/index.js";
 import { PostgresJobStore } from "../../src/store/postgres-job-store.js";
 import { setupSchema } from "../helpers/pawl.js";

@@ -4,11 +4,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { setupSchema } from "../helpers/pawl.js";
-import { pruneSql } from "../../src/store/prune-sql.js";
+import { pruneSql } from "../../src/store/cluster/prune-sql.js";
 import { Pruner } from "../../src/cluster/pruner.js";
-import { systemClock } from "../../src/clock.js";
-import { silentLogger } from "../../src/logger.js";
-import { tablesFor } from "../../src/store/sql.js";
+import { systemClock } from "../../src/core/clock.js";
+import { silentLogger } from "../../src/core/logger.js";
+import { tablesFor } from "../../src/db/sql.js";
 import { clusterNode, insertFinished, insertRunning } from "../cluster/helpers.js";
 
 let schema: string;

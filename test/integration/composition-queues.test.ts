@@ -2,8 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { ValidationError, type Pawl } from "../../src/index.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
-import { claimSql } from "../../src/store/claim-jobs.js";
-import { tablesFor } from "../../src/store/sql.js";
+import { claimSql } from "../../src/store/claim/claim-jobs.js";
+import { tablesFor } from "../../src/db/sql.js";
 import { closeAll, onAny, startNodes } from "./composition-helpers.js";
 
 let schema: string;

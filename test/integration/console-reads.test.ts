@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { NonRetryableError, type Pawl } from "../../src/index.js";
-import { listFlowPage, readFlowGraph } from "../../src/store/flow-page-sql.js";
-import { readOverview } from "../../src/store/overview-sql.js";
-import { listSchedulePage } from "../../src/store/schedule-page-sql.js";
-import { searchJobs } from "../../src/store/job-search-sql.js";
-import { tablesFor, type Tables } from "../../src/store/sql.js";
+import { listFlowPage, readFlowGraph } from "../../src/store/operator/flow-page-sql.js";
+import { readOverview } from "../../src/store/operator/overview-sql.js";
+import { listSchedulePage } from "../../src/store/operator/schedule-page-sql.js";
+import { searchJobs } from "../../src/store/operator/job-search-sql.js";
+import { tablesFor, type Tables } from "../../src/db/sql.js";
 import { layoutFlowGraph } from "../../observability/console/flow-graph.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";

@@ -6,8 +6,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { NonRetryableError, type Pawl, type PawlClient } from "../../src/index.js";
-import { upsertHeartbeat } from "../../src/store/node-sql.js";
-import { tablesFor } from "../../src/store/sql.js";
+import { upsertHeartbeat } from "../../src/store/cluster/node-sql.js";
+import { tablesFor } from "../../src/db/sql.js";
 import type { ExplainReason } from "../../src/logic/explain.js";
 import { describeReason } from "../../src/logic/explain-text.js";
 import { main } from "../../src/cli/main.js";

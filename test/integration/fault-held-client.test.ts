@@ -11,11 +11,11 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { acquirePermit } from "../../src/store/permits.js";
-import { createPool } from "../../src/store/pool.js";
-import { inHeldTransaction, onConnectionFault, type ConnectionFault } from "../../src/store/held-client.js";
-import { tablesFor } from "../../src/store/sql.js";
-import { silentLogger } from "../../src/logger.js";
+import { acquirePermit } from "../../src/store/cluster/permits.js";
+import { createPool } from "../../src/db/pool.js";
+import { inHeldTransaction, onConnectionFault, type ConnectionFault } from "../../src/db/held-client.js";
+import { tablesFor } from "../../src/db/sql.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { createPawl, DatabaseUnavailableError } from "../../src/index.js";
 import { databaseUrl } from "../helpers/db.js";
 import { setupSchema } from "../helpers/pawl.js";

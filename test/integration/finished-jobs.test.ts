@@ -6,9 +6,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { JobStore, type JobStatus, type Pawl, type PawlClient } from "../../src/index.js";
-import { jobTableColumns } from "../../src/store/finished-sql.js";
-import { pruneBatch } from "../../src/store/prune-sql.js";
-import { tablesFor } from "../../src/store/sql.js";
+import { jobTableColumns } from "../../src/store/jobs/finished-sql.js";
+import { pruneBatch } from "../../src/store/cluster/prune-sql.js";
+import { tablesFor } from "../../src/db/sql.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
 import { testNode } from "../helpers/node.js";
 

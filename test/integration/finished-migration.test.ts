@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { JobStore } from "../../src/index.js";
-import { migrate, migrationScript } from "../../src/store/migrate.js";
-import { migrations } from "../../src/store/migrations.generated.js";
+import { migrate, migrationScript } from "../../src/store/migrations/migrate.js";
+import { migrations } from "../../src/store/migrations/migrations.generated.js";
 import { dropSchema, testPool, uniqueSchema } from "../helpers/db.js";
 
 let pool: pg.Pool;

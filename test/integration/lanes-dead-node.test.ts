@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { Pawl, PawlConfig } from "../../src/index.js";
 import { setupSchema } from "../helpers/pawl.js";
-import { tablesFor } from "../../src/store/sql.js";
+import { tablesFor } from "../../src/db/sql.js";
 import { closeAll, onAny, startNodes } from "./composition-helpers.js";
 
 // A node the cluster declared dead hands its buffered jobs back, through the one path every lane shares

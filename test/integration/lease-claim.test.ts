@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { JobStore, type PostgresJobStore } from "../../src/index.js";
-import { buildNewJob } from "../../src/enqueue-input.js";
-import { claimJobs } from "../../src/store/claim-jobs.js";
-import { readExplainFacts } from "../../src/store/explain-sql.js";
+import { buildNewJob } from "../../src/input/enqueue-input.js";
+import { claimJobs } from "../../src/store/claim/claim-jobs.js";
+import { readExplainFacts } from "../../src/store/operator/explain-sql.js";
 import { explainJob } from "../../src/logic/explain.js";
-import { PostgresOperatorReads } from "../../src/store/operator-reads.js";
-import { tablesFor } from "../../src/store/sql.js";
+import { PostgresOperatorReads } from "../../src/store/operator/operator-reads.js";
+import { tablesFor } from "../../src/db/sql.js";
 import { main } from "../../src/cli/main.js";
 import { databaseUrl } from "../helpers/db.js";
 import { setupSchema } from "../helpers/pawl.js";

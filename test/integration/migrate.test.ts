@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createPawl, ValidationError } from "../../src/index.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../helpers/db.js";
-import { loadMigrations } from "../../src/store/migrate.js";
+import { loadMigrations } from "../../src/store/migrations/migrate.js";
 
 const pool = testPool();
 const schemas: string[] = [];

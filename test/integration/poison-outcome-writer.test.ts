@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { JobStore, type PawlClient } from "../../src/index.js";
-import { systemClock } from "../../src/clock.js";
-import { silentLogger } from "../../src/logger.js";
-import { OutcomeWriter } from "../../src/runtime/outcome-writer.js";
+import { systemClock } from "../../src/core/clock.js";
+import { silentLogger } from "../../src/core/logger.js";
+import { OutcomeWriter } from "../../src/node/outcome-writer.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
 
 let schema: string;

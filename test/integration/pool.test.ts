@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import pg from "pg";
-import { createPool } from "../../src/store/pool.js";
-import { silentLogger } from "../../src/logger.js";
+import { createPool } from "../../src/db/pool.js";
+import { silentLogger } from "../../src/core/logger.js";
 import { createPawl } from "../../src/index.js";
 import { databaseUrl, dropSchema, uniqueSchema } from "../helpers/db.js";
 

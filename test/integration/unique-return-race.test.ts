@@ -1,7 +1,7 @@
 /**
  * The unique-key rule under concurrency: an enqueue that takes the key while a resume is deciding must
  * never surface as a raw 23505. The statement decides in SQL, and runs again when a concurrent insert
- * committed the key between its snapshot and its update (src/store/return-to-pending.ts).
+ * committed the key between its snapshot and its update (src/store/jobs/return-to-pending.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";

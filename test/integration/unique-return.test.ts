@@ -1,5 +1,5 @@
 /**
- * The unique-key rule for jobs returning to PENDING (src/store/return-to-pending.ts): the live job wins.
+ * The unique-key rule for jobs returning to PENDING (src/store/jobs/return-to-pending.ts): the live job wins.
  * A DEAD, PAUSED or parked job does not hold its key, so a duplicate can be enqueued meanwhile; when the
  * old job comes back (dlq.retry, a resume, a signal, a timed-out wait) it is CANCELED as a duplicate,
  * and every other job of the same call still moves.
@@ -7,9 +7,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { Pawl, PawlEvents } from "../../src/index.js";
-import { SignalSweeper } from "../../src/composition/signals.js";
-import { parkJobs } from "../../src/store/signal-sql.js";
-import { systemClock } from "../../src/clock.js";
+import { SignalSweeper } from "../../src/cluster/signal-sweeper.js";
+import { parkJobs } from "../../src/store/composition/signal-sql.js";
+import { systemClock } from "../../src/core/clock.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
 import { closeAll, onAny, startNodes } from "./composition-helpers.js";
 

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { CursorState, jitterDown, nextFullInterval, pickWindow } from "../../src/store/claim-cursor-state.js";
+import {
+  CursorState,
+  jitterDown,
+  nextFullInterval,
+  pickWindow,
+} from "../../src/store/claim/claim-cursor-state.js";
 import {
   comparePositions,
   positionBefore,
@@ -7,7 +12,7 @@ import {
   type FullOutcome,
   type PassOutcome,
   type Position,
-} from "../../src/store/claim-positions.js";
+} from "../../src/store/claim/claim-positions.js";
 
 const pos = (us: number, id: number): Position => ({ us: BigInt(us), id: BigInt(id) });
 const state = (random: () => number = () => 0) =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../src/errors.js";
+import { ValidationError } from "../../src/core/errors.js";
 import {
   findCycle,
   planBatch,
@@ -9,16 +9,16 @@ import {
 } from "../../src/composition/flow-input.js";
 import { JobComposition, deliveryOf, flowOf, waitTimeout } from "../../src/composition/job-composition.js";
 import { WaitForSignal } from "../../src/composition/errors.js";
-import { resolveQueueLimits } from "../../src/composition/queue-config.js";
-import type { JobCompositionRow } from "../../src/store/flow-sql.js";
+import { resolveQueueLimits } from "../../src/input/queue-config.js";
+import type { JobCompositionRow } from "../../src/store/composition/flow-sql.js";
 import type { JobContextServices } from "../../src/composition/signals.js";
-import { JobContext } from "../../src/runtime/job-context.js";
-import { finishAttempt, settlementOf } from "../../src/runtime/finish-attempt.js";
-import type { JobRun } from "../../src/runtime/job-run.js";
-import type { OutcomeSink } from "../../src/store/outcome-sink.js";
-import type { Park } from "../../src/store/signal-sql.js";
-import { PawlEventEmitter } from "../../src/events.js";
-import { silentLogger } from "../../src/logger.js";
+import { JobContext } from "../../src/node/attempt/job-context.js";
+import { finishAttempt, settlementOf } from "../../src/node/attempt/finish-attempt.js";
+import type { JobRun } from "../../src/node/attempt/job-run.js";
+import type { OutcomeSink } from "../../src/store/outcomes/outcome-sink.js";
+import type { Park } from "../../src/store/composition/signal-sql.js";
+import { PawlEventEmitter } from "../../src/core/events.js";
+import { silentLogger } from "../../src/core/logger.js";
 
 const ctx: FlowBuildContext = { typeDefaults: () => undefined, maxPayloadBytes: 1024 };
 

@@ -1,10 +1,10 @@
 /**
- * When an enqueue wakes the other nodes (src/enqueue-hints.ts): critical priority, or a single job due
+ * When an enqueue wakes the other nodes (src/api/enqueue-hints.ts): critical priority, or a single job due
  * now; the hint carries the highest priority and the type when all jobs share one.
  */
 import { describe, expect, it } from "vitest";
-import { hintJobOfNew, hintJobOfRow, urgentHint, type HintJob } from "../../src/enqueue-hints.js";
-import type { NewJob } from "../../src/enqueue-input.js";
+import { hintJobOfNew, hintJobOfRow, urgentHint, type HintJob } from "../../src/api/enqueue-hints.js";
+import type { NewJob } from "../../src/input/enqueue-input.js";
 
 const job = (type: string, priority: number, due: boolean): HintJob => ({ type, priority, due });
 

@@ -3,7 +3,7 @@
  * It runs on error paths, so it must never throw itself, whatever the value.
  */
 import { describe, expect, it } from "vitest";
-import { toError } from "../../src/events.js";
+import { toError } from "../../src/core/events.js";
 
 const revoked = (() => {
   const { proxy, revoke } = Proxy.revocable({}, {});

@@ -6,7 +6,7 @@
  * prototype, cycles, and nesting around the depth limit.
  */
 import fc from "fast-check";
-import { maxPayloadDepth } from "../../src/payload.js";
+import { maxPayloadDepth } from "../../src/input/payload.js";
 
 /** Single UTF-16 units and pairs worth mixing into strings: the troublesome and the merely unusual. */
 const units = fc.constantFrom(

@@ -1,13 +1,13 @@
 /**
- * The pure input checks: text PostgreSQL can store (src/input-text.ts) and payloads that survive jsonb
- * unchanged (src/payload.ts), with table tests for each problem and a property over arbitrary JSON-like
+ * The pure input checks: text PostgreSQL can store (src/core/input-text.ts) and payloads that survive jsonb
+ * unchanged (src/input/payload.ts), with table tests for each problem and a property over arbitrary JSON-like
  * values: the validator either refuses with a ValidationError or the value is exactly JSON.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../src/errors.js";
-import { describeValue, storableText, textProblem } from "../../src/input-text.js";
-import { checkPayload, maxPayloadDepth, serializePayload } from "../../src/payload.js";
+import { ValidationError } from "../../src/core/errors.js";
+import { describeValue, storableText, textProblem } from "../../src/core/input-text.js";
+import { checkPayload, maxPayloadDepth, serializePayload } from "../../src/input/payload.js";
 import { jsonLike } from "./input-arbitraries.js";
 
 describe("textProblem", () => {

@@ -4,7 +4,7 @@
  * console logger writes a line even when a field cannot be serialised.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { consoleLogger, guardLogger, type Logger } from "../../src/logger.js";
+import { consoleLogger, guardLogger, type Logger } from "../../src/core/logger.js";
 
 function throwingLogger(): Logger {
   const boom = (): never => {

@@ -1,5 +1,5 @@
 /**
- * src/store/migrations.generated.ts must match migrations/*.sql: pawl loads its migrations from that
+ * src/store/migrations/migrations.generated.ts must match migrations/*.sql: pawl loads its migrations from that
  * module, never from the files, so a migration added without regenerating would silently not run. The
  * failure message names the command that fixes it.
  */
@@ -13,7 +13,7 @@ import {
   regenerateCommand,
   renderMigrationsModule,
 } from "../../scripts/gen-migrations.js";
-import { loadMigrations } from "../../src/store/migrate.js";
+import { loadMigrations } from "../../src/store/migrations/migrate.js";
 
 describe("the generated migrations module", () => {
   it("is up to date with migrations/", () => {
@@ -21,7 +21,7 @@ describe("the generated migrations module", () => {
     const actual = readFileSync(generatedPath, "utf8");
     expect(
       actual === expected,
-      `src/store/migrations.generated.ts is out of date with migrations/: run \`${regenerateCommand}\` and commit the result`,
+      `src/store/migrations/migrations.generated.ts is out of date with migrations/: run \`${regenerateCommand}\` and commit the result`,
     ).toBe(true);
   });
 

@@ -9,7 +9,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Registry } from "prom-client";
 import { PawlEventEmitter, type ActorTree, type JobEventInfo } from "../../src/index.js";
-import type { JobCount } from "../../src/store/read-jobs.js";
+import type { JobCount } from "../../src/store/jobs/read-jobs.js";
 import { createMetrics, metricsHandler, type PawlMetrics } from "../../observability/index.js";
 import { TypeHistogram } from "../../observability/hot-path.js";
 import type { ClusterSnapshot, MetricsSource } from "../../observability/metrics.js";

@@ -1,6 +1,6 @@
-/** The text repairs and the jsonb scan of src/json-text.ts, table-tested. */
+/** The text repairs and the jsonb scan of src/core/json-text.ts, table-tested. */
 import { describe, expect, it } from "vitest";
-import { jsonbRefusal, sanitizeText } from "../../src/json-text.js";
+import { jsonbRefusal, sanitizeText } from "../../src/core/json-text.js";
 
 describe("sanitizeText", () => {
   it.each([

@@ -1,10 +1,10 @@
 /**
- * How a thrown value is described for the job's error record (src/logic/thrown-value.ts): one row per
+ * How a thrown value is described for the job's error record (src/core/thrown-value.ts): one row per
  * kind of value a handler may throw, including the hostile ones, and a property that nothing throws.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { describeThrown, detailsLimits, thrownAsError } from "../../src/logic/thrown-value.js";
+import { describeThrown, detailsLimits, thrownAsError } from "../../src/core/thrown-value.js";
 import { errorRecordJson } from "../../src/logic/outcome-json.js";
 import { outcomeValue } from "./outcome-arbitraries.js";
 

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { resolveConfig } from "../../src/config.js";
-import { poolConnectionString } from "../../src/store/pool-url.js";
+import { resolveConfig } from "../../src/input/config.js";
+import { poolConnectionString } from "../../src/db/pool-url.js";
 
 // Pools are built but never connected: pg.Pool opens nothing until a query.
 const pools: pg.Pool[] = [];

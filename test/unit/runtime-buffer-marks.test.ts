@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bufferMarks } from "../../src/runtime/buffer-marks.js";
+import { bufferMarks } from "../../src/logic/buffer-marks.js";
 
 describe("bufferMarks", () => {
   it.each([

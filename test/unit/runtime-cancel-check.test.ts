@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/clock.js";
-import { CancelCheck } from "../../src/runtime/cancel-check.js";
-import type { JobRun } from "../../src/runtime/job-run.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { CancelCheck } from "../../src/node/cancel-check.js";
+import type { JobRun } from "../../src/node/attempt/job-run.js";
 
 // The cancel check on a ManualClock with a store whose reads the test answers by hand.
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { Lane, NodeLanes, prefetchShare, type Buffered } from "../../src/runtime/lanes.js";
-import { claimLanes, reserveLanes } from "../../src/runtime/lane-claim.js";
-import type { ClaimedJob } from "../../src/store/claim-jobs.js";
-import type { Claimer } from "../../src/store/claimer.js";
+import { Lane, NodeLanes, prefetchShare, type Buffered } from "../../src/node/claim/lanes.js";
+import { claimLanes, reserveLanes } from "../../src/node/claim/lane-claim.js";
+import type { ClaimedJob } from "../../src/store/claim/claim-jobs.js";
+import type { Claimer } from "../../src/store/claim/claimer.js";
 
 // The node's lanes on their own: no database, claimers are small fakes that record what they were asked.
 

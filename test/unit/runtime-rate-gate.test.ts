@@ -4,12 +4,12 @@
  * back later) and is reported, never thrown.
  */
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/clock.js";
-import { PawlEventEmitter } from "../../src/events.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { PawlEventEmitter } from "../../src/core/events.js";
 import { resolveRateLimit } from "../../src/logic/rate-limit.js";
-import type { JobRun } from "../../src/runtime/job-run.js";
-import { RateGate } from "../../src/runtime/rate-gate.js";
-import { resolveJobType } from "../../src/runtime/registry.js";
+import type { JobRun } from "../../src/node/attempt/job-run.js";
+import { RateGate } from "../../src/node/rate-gate.js";
+import { resolveJobType } from "../../src/node/registry.js";
 import { InMemoryJobStore } from "../helpers/in-memory-store.js";
 
 const t0 = Date.parse("2030-01-01T00:00:00Z");

@@ -6,14 +6,14 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { NoneCoordinator } from "../../coordinators/none/none-coordinator.js";
-import { ManualClock } from "../../src/clock.js";
-import { buildNewJob } from "../../src/enqueue-input.js";
-import { PawlEventEmitter } from "../../src/events.js";
-import { silentLogger } from "../../src/logger.js";
-import { NodeRuntime } from "../../src/runtime/node-runtime.js";
-import { resolveJobType } from "../../src/runtime/registry.js";
-import { resolveRuntimeOptions } from "../../src/runtime/runtime-config.js";
-import { ClassicClaimer } from "../../src/store/claimer.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { buildNewJob } from "../../src/input/enqueue-input.js";
+import { PawlEventEmitter } from "../../src/core/events.js";
+import { silentLogger } from "../../src/core/logger.js";
+import { NodeRuntime } from "../../src/node/node-runtime.js";
+import { resolveJobType } from "../../src/node/registry.js";
+import { resolveRuntimeOptions } from "../../src/input/runtime-config.js";
+import { ClassicClaimer } from "../../src/store/claim/claimer.js";
 import { InMemoryJobStore } from "../helpers/in-memory-store.js";
 
 const clock = new ManualClock(Date.parse("2030-01-01T00:00:00Z"));

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { claimRowTypes, timestamptzMs } from "../../src/store/claim-row-types.js";
+import { claimRowTypes, timestamptzMs } from "../../src/store/claim/claim-row-types.js";
 
 // The claim rows' timestamp parser against pg's own (Date) parser: the same instant, to the millisecond,
 // for every shape PostgreSQL's ISO output takes; anything unusual goes through pg's parser.

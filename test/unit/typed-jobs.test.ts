@@ -5,9 +5,9 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import type { EnqueuedJob, FlowCompletion, Pawl, PawlClient, TaskName, TypedJob } from "../../src/index.js";
-import { isStandardSchema, schemaValidator } from "../../src/standard-schema.js";
-import { resolveJobType } from "../../src/runtime/registry.js";
-import type { JobContext } from "../../src/runtime/job-context.js";
+import { isStandardSchema, schemaValidator } from "../../src/core/standard-schema.js";
+import { resolveJobType } from "../../src/node/registry.js";
+import type { JobContext } from "../../src/node/attempt/job-context.js";
 import type { EnqueueRecorder } from "../../src/testing/index.js";
 
 type Tasks = {

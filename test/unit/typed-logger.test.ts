@@ -7,7 +7,7 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { pinoLogger } from "../../src/index.js";
-import { resolveConfig } from "../../src/config.js";
+import { resolveConfig } from "../../src/input/config.js";
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -1,5 +1,5 @@
 /** The dead letter queue: `pawl dlq list`, `pawl dlq retry <id...>`, `pawl dlq purge --yes`. */
-import type { DeadLetterFilter } from "../../store/dead-letter.js";
+import type { DeadLetterFilter } from "../../store/jobs/dead-letter.js";
 import { flagOpt, idValue, jsonOption, stringOpt, timeValue, UsageError } from "../args.js";
 import type { Command } from "../command.js";
 import { deadTable, json, plural } from "../format.js";

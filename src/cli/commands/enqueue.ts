@@ -1,6 +1,6 @@
 /** `pawl enqueue <type> <json>`: enqueues one job with the options of the enqueue API. */
-import type { EnqueueOptions } from "../../enqueue-input.js";
-import type { Priority } from "../../priority.js";
+import type { EnqueueOptions } from "../../input/enqueue-input.js";
+import type { Priority } from "../../input/priority.js";
 import { flagOpt, intValue, jsonOption, jsonValue, stringOpt, timeValue, type ParsedArgs } from "../args.js";
 import type { Command } from "../command.js";
 import { iso, json } from "../format.js";

@@ -6,7 +6,7 @@
  */
 import type { Flow, FlowDetail } from "../../composition/flows.js";
 import type { Pause } from "../../composition/pause.js";
-import type { FlowKind } from "../../store/flow-sql.js";
+import type { FlowKind } from "../../store/composition/flow-sql.js";
 import { flagOpt, idValue, intValue, jsonOption, jsonValue, stringOpt, UsageError } from "../args.js";
 import type { Command } from "../command.js";
 import { cell, iso, json, jobsTable, plural, table } from "../format.js";

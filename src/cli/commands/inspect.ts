@@ -7,7 +7,7 @@ import { flagOpt, intValue, jsonOption, stringOpt, UsageError, type ParsedArgs }
 import type { Command, CommandContext } from "../command.js";
 import { cell, iso, json, plural } from "../format.js";
 
-/** One actor as the inspector returns it (see src/runtime/inspect.ts). */
+/** One actor as the inspector returns it (see src/node/inspect.ts). */
 interface ActorJson {
   id: string;
   machine: string;

@@ -1,7 +1,7 @@
 /** Reading and canceling jobs: `pawl jobs`, `pawl job <id>`, `pawl cancel <id>`. */
-import { JobNotFoundError } from "../../errors.js";
-import { jobStatuses, type JobStatus } from "../../store/job-row.js";
-import type { ListJobsFilter } from "../../store/read-jobs.js";
+import { JobNotFoundError } from "../../core/errors.js";
+import { jobStatuses, type JobStatus } from "../../store/jobs/job-row.js";
+import type { ListJobsFilter } from "../../store/jobs/read-jobs.js";
 import {
   flagOpt,
   idValue,

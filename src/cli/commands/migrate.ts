@@ -3,7 +3,7 @@
  * stands and exits 1 when migrations are pending (for a deploy step or a readiness gate, as River's CLI
  * does); `--print` writes the SQL that would run, for review or for a DBA to apply by hand.
  */
-import { migrationScript, type MigrationStatus } from "../../store/migrate.js";
+import { migrationScript, type MigrationStatus } from "../../store/migrations/migrate.js";
 import { flagOpt, jsonOption, UsageError } from "../args.js";
 import type { Command, CommandContext } from "../command.js";
 import { json } from "../format.js";

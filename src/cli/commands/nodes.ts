@@ -3,8 +3,8 @@
  * skewed hosts agree), whether it is within the dead-node threshold, its load and the job types it
  * registered (from the registry its heartbeat publishes), then the maintenance leases and their holders.
  */
-import type { NodeStatus } from "../../store/node-sql.js";
-import type { LockRow } from "../../store/lock-sql.js";
+import type { NodeStatus } from "../../store/cluster/node-sql.js";
+import type { LockRow } from "../../store/cluster/lock-sql.js";
 import { flagOpt, jsonOption } from "../args.js";
 import type { Command } from "../command.js";
 import { cell, iso, json, plural, table } from "../format.js";

@@ -3,8 +3,8 @@
  * fire, by name, one keyset page at a time through the store's operator read (as the web console pages
  * them). The next fire is what the store holds, computed by the scheduler that last advanced it.
  */
-import type { RecurringRow } from "../../store/recurring-sql.js";
-import { maxSchedulePage } from "../../store/schedule-page-sql.js";
+import type { RecurringRow } from "../../store/cluster/recurring-sql.js";
+import { maxSchedulePage } from "../../store/operator/schedule-page-sql.js";
 import { flagOpt, intValue, jsonOption, stringOpt } from "../args.js";
 import type { Command } from "../command.js";
 import { cell, iso, json, plural, table } from "../format.js";

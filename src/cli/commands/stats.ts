@@ -4,7 +4,7 @@
  * PENDING job has waited, and the last hour's outcomes. Each status's read is capped, so on a huge backlog
  * the counts are lower bounds, and the output says so.
  */
-import type { Overview } from "../../store/overview-sql.js";
+import type { Overview } from "../../store/operator/overview-sql.js";
 import { flagOpt, intValue, jsonOption, stringOpt } from "../args.js";
 import type { Command } from "../command.js";
 import { cell, json, table } from "../format.js";

@@ -5,7 +5,7 @@ import {
   leaseDeadline,
   skewExceeded,
   sweepReady,
-} from "../../../src/cluster/cluster-logic.js";
+} from "../../../src/logic/cluster-logic.js";
 
 describe("heartbeatDelayMs", () => {
   it.each([

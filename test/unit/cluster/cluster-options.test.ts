@@ -3,10 +3,10 @@ import {
   clusterOptionKeys,
   defaultClusterOptions,
   resolveClusterOptions,
-} from "../../../src/cluster/cluster-options.js";
-import { ValidationError } from "../../../src/errors.js";
-import { resolveConfig } from "../../../src/config.js";
-import { resolveRuntimeOptions } from "../../../src/runtime/runtime-config.js";
+} from "../../../src/input/cluster-options.js";
+import { ValidationError } from "../../../src/core/errors.js";
+import { resolveConfig } from "../../../src/input/config.js";
+import { resolveRuntimeOptions } from "../../../src/input/runtime-config.js";
 
 describe("resolveClusterOptions", () => {
   it("has defaults well under a minute for failure detection", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../../src/clock.js";
-import { PeriodicTask } from "../../../src/cluster/periodic.js";
+import { ManualClock } from "../../../src/core/clock.js";
+import { PeriodicTask } from "../../../src/core/periodic.js";
 import { recurringDelay } from "../../../src/cluster/cluster-services.js";
 import type { RecurringResult } from "../../../src/cluster/recurring.js";
 

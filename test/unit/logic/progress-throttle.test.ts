@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { defaultProgressIntervalMs, progressWriteDelay } from "../../../src/logic/progress-throttle.js";
 import { defaultWaitPollConfig, waitPollDelayMs } from "../../../src/logic/wait-poll.js";
-import { progressJson } from "../../../src/progress-input.js";
-import { ValidationError } from "../../../src/errors.js";
+import { progressJson } from "../../../src/input/progress-input.js";
+import { ValidationError } from "../../../src/core/errors.js";
 
 describe("progressWriteDelay", () => {
   it.each([

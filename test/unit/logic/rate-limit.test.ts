@@ -8,7 +8,7 @@ import {
   spreadAt,
   type ClosedKey,
 } from "../../../src/logic/rate-limit.js";
-import { ValidationError } from "../../../src/errors.js";
+import { ValidationError } from "../../../src/core/errors.js";
 
 describe("resolveRateLimit", () => {
   const key = (p: unknown) => String(p);

@@ -5,13 +5,13 @@
  */
 import * as api from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../../src/errors.js";
-import type { NewJob } from "../../../src/enqueue-input.js";
+import { ValidationError } from "../../../src/core/errors.js";
+import type { NewJob } from "../../../src/input/enqueue-input.js";
 import { extractCarrier, injectCarrier, parseTraceparent } from "../../../src/tracing/carrier.js";
 import { loadOtelApi } from "../../../src/tracing/otel-api.js";
 import { PawlTracing } from "../../../src/tracing/pawl-tracing.js";
 import { traceInsert } from "../../../src/tracing/producer-spans.js";
-import { resolveTracing } from "../../../src/tracing/tracing-options.js";
+import { resolveTracing } from "../../../src/input/tracing-options.js";
 import { startTestTracing } from "../../helpers/tracing.js";
 
 const job = (): NewJob => ({

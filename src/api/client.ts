@@ -1,0 +1,322 @@
+/**
+ * {@link PawlClient}: enqueue, read, cancel and compose jobs over one schema, with no node. It runs no
+ * handler and joins no cluster; `Pawl` (src/api/pawl.ts) extends it into a node and hands it the hooks that
+ * make its writes wake running work (src/composition/client-hooks.ts). The compose half (flows, signals, pauses) is
+ * inherited from ./client-composition.ts, which only delegates to src/composition.
+ */
+import type pg from "pg";
+import { coordinatorFor, resolveConfig, type PawlConfig, type ResolvedConfig } from "../input/config.js";
+import { buildNewJob, type NewJob } from "../input/enqueue-input.js";
+import type { ClientHooks, ClientNode } from "../composition/client-hooks.js";
+import { deadLetterQueue, type DeadLetterQueue } from "./dead-letter-queue.js";
+import { JobNotFoundError, PawlError, ValidationError } from "../core/errors.js";
+import { createPool } from "../db/pool.js";
+import { PawlTracing } from "../tracing/pawl-tracing.js";
+import { traceInsert } from "../tracing/producer-spans.js";
+import { PostgresJobStore } from "../store/postgres-job-store.js";
+import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
+import type { CancelResult } from "../store/jobs/cancel-job.js";
+import type { ListJobsFilter } from "../store/jobs/read-jobs.js";
+import type { MigrateResult } from "../store/migrations/migrate.js";
+import { validateJobId } from "../input/job-id.js";
+import { asQueryable, type SqlClient } from "../db/sql.js";
+import { readExplainFacts } from "../store/operator/explain-sql.js";
+import type { Coordinator } from "../../coordinators/spi.js";
+import { validateWaitForOptions, WaitRegistry, type WaitForOptions } from "./wait-for.js";
+import { explainJob, type Explanation } from "../logic/explain.js";
+import type { CompositionDeps } from "../composition/deps.js";
+import { ClientComposition } from "./client-composition.js";
+import type {
+  EnqueueArgs,
+  EnqueueItem,
+  IsTyped,
+  PawlTasks,
+  TaskName,
+  TaskPayload,
+  TypedJob,
+  UntypedTasks,
+} from "../input/task-map.js";
+
+/**
+ * The enqueue and read API over one schema, without a node: for producers, scripts and the CLI. A
+ * `Pawl` (what createPawl returns) is a PawlClient that also runs jobs.
+ *
+ * @example
+ * ```ts
+ * const client = new PawlClient({ connectionString: process.env.DATABASE_URL });
+ * await client.migrate();
+ * const job = await client.enqueue("email.send", { to: "a@b.c" }, { priority: "high" });
+ * console.log((await client.getJob(job.id))?.status); // PENDING
+ * await client.close();
+ * ```
+ */
+export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposition<Tasks> {
+  /** The resolved configuration. */
+  readonly config: ResolvedConfig;
+  /** The job store (every SQL operation, on PostgreSQL), for advanced use. */
+  readonly store: PostgresJobStore;
+  /** The dead letter queue (its lists typed by the task map). */
+  readonly dlq: DeadLetterQueue<Tasks>;
+  protected readonly pool: pg.Pool;
+  /** The node's hooks; none for a bare client, whose writes are found by the nodes' polls. */
+  private readonly hooks: ClientHooks | undefined;
+  private readonly ownsPool: boolean;
+  protected closed = false;
+  /** Every waitFor of this instance (created on first use). */
+  private waits: WaitRegistry | undefined;
+  /** Tracing (src/tracing), or null with `tracing: false`. */
+  protected readonly tracing: PawlTracing | null;
+  /** A bare client's own coordinator for waitFor's notices, connected on first use; a node uses its own. */
+  private waitCoordinatorPromise: Promise<Coordinator | null> | undefined;
+
+  /**
+   * @param config Validated here; a bad value throws `ValidationError` naming the field.
+   * @param node `@internal` Passed by a node that extends the client: the configuration it already resolved
+   *   (then `config` is not read again) and its hooks.
+   */
+  constructor(config: PawlConfig = {}, node?: ClientNode) {
+    super();
+    this.config = node?.config ?? resolveConfig(config);
+    this.hooks = node?.hooks;
+    this.ownsPool = this.config.pool === undefined;
+    this.pool =
+      this.config.pool ??
+      createPool(this.config.connectionString, this.config.maxConnections, this.config.logger, "pawl");
+    this.store = new PostgresJobStore(this.pool, this.config.schema, undefined, {
+      succeeded: this.config.keepSucceeded ? "keep" : "delete",
+    });
+    this.dlq = deadLetterQueue<Tasks>(this.store, this.hooks);
+    this.tracing = this.config.tracing ? new PawlTracing(this.config.tracing) : null;
+    // Loaded now, so the first enqueue need not wait for it; it never rejects.
+    void this.tracing?.ready();
+  }
+
+  /** Creates or upgrades pawl's tables in the configured schema. Idempotent; safe from many nodes at once. */
+  async migrate(): Promise<MigrateResult> {
+    this.assertOpen();
+    return this.store.migrate();
+  }
+
+  /**
+   * Enqueues a job. With `options.client` the insert runs in the caller's transaction and the job exists
+   * only once that commits.
+   *
+   * @throws ValidationError for bad input; nothing is written then.
+   */
+  async enqueue<P = unknown, K extends TaskName<Tasks> = TaskName<Tasks>>(
+    type: K,
+    ...[payload, options]: EnqueueArgs<Tasks, K, P>
+  ): Promise<EnqueuedJob<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P, K>> {
+    this.assertOpen();
+    const job = buildNewJob(
+      type,
+      payload,
+      options,
+      this.hooks?.typeDefaults(type),
+      this.config.maxPayloadBytes,
+    );
+    const [row] = await this.insert([job], options?.client);
+    return row as EnqueuedJob<IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : P, K>;
+  }
+
+  /**
+   * Enqueues many jobs in one round trip. Every item is validated first; one bad item rejects the call
+   * and nothing is written.
+   */
+  async enqueueMany(
+    items: readonly EnqueueItem<Tasks>[],
+    options: { client?: SqlClient } = {},
+  ): Promise<EnqueuedJob[]> {
+    this.assertOpen();
+    if (!Array.isArray(items))
+      throw new ValidationError("INVALID_OPTION", "enqueueMany takes an array of jobs");
+    if (items.length === 0) return [];
+    const jobs = items.map((item, i) => {
+      if (typeof item !== "object" || item === null) {
+        throw new ValidationError("INVALID_OPTION", `enqueueMany item ${i} is not an object`);
+      }
+      const { type, payload, ...opts } = item as EnqueueItem<UntypedTasks>;
+      try {
+        return buildNewJob(type, payload, opts, this.hooks?.typeDefaults(type), this.config.maxPayloadBytes);
+      } catch (error) {
+        if (error instanceof PawlError) error.message = `item ${i}: ${error.message}`;
+        throw error;
+      }
+    });
+    return this.insert(jobs, options.client);
+  }
+
+  /**
+   * Inserts validated jobs (in `client`'s transaction when given) and announces them: the wakeup notify
+   * rides in the insert when the coordinator can fold it, else it is published afterwards.
+   */
+  private async insert(jobs: readonly NewJob[], client: SqlClient | undefined): Promise<EnqueuedJob[]> {
+    const notify = this.hooks?.foldWakeup(jobs, client !== undefined);
+    // Decided once per call: pg takes pawl's named statements, any other client their text (src/db/sql.ts).
+    const tx = client === undefined ? undefined : asQueryable(client);
+    const store = tx ? this.store.withClient(tx) : this.store;
+    const rows = await traceInsert(this.tracing, jobs, (js) => store.enqueue(js, notify));
+    await this.hooks?.afterEnqueue(rows, tx, notify !== undefined);
+    return rows;
+  }
+
+  /** Reads a job by id; null when there is none. */
+  async getJob<K extends TaskName<Tasks> = TaskName<Tasks>>(id: string): Promise<TypedJob<Tasks, K> | null> {
+    this.assertOpen();
+    return (await this.store.get(validateJobId(id))) as TypedJob<Tasks, K> | null;
+  }
+
+  /**
+   * Why a job is (or is not) running now: `finished` (outcome, last error), `running` (node, since when,
+   * heartbeat age, deadline), `orphaned` (its node is dead; when recovery is expected), or every reason
+   * that holds it back, in order: paused, waiting for a signal or its flow dependencies, scheduled later,
+   * no live node runs its type, its queue full on every node, its breaker open, its resource's permits all
+   * held (`runnable` when none does). Node facts are as of each node's last heartbeat (docs/console.md).
+   *
+   * @throws JobNotFoundError when no job has this id.
+   * @example
+   * ```ts
+   * const e = await pawl.explain(id);
+   * for (const r of e.reasons) console.log(describeReason(r, e.at));
+   * ```
+   */
+  async explain(id: string): Promise<Explanation> {
+    this.assertOpen();
+    const facts = await readExplainFacts(this.store, validateJobId(id), this.config.runtimeOptions.cluster);
+    if (!facts) throw new JobNotFoundError(String(id));
+    return explainJob(facts);
+  }
+
+  /**
+   * Waits until a job is final (SUCCEEDED with its result, DEAD, or CANCELED) and resolves with it, read
+   * from the store: across processes, woken by the completion notice of the node that ended it when a
+   * coordinator is configured (`coordinator`, on this instance too), else by polling (100 ms backing off
+   * to 2 s). Every waiter of the instance shares one listener and one batched read per wake-up. Takes an
+   * id or anything with an `id` (the job `enqueue` returned). A job already final resolves at once.
+   *
+   * Needs the row that records the outcome: a job that succeeds with `keepSucceeded: false` leaves none,
+   * so its waiter rejects with JobNotFoundError (as does one purged or pruned meanwhile).
+   *
+   * @throws JobNotFoundError when no job has this id (or its row disappeared while waited on).
+   * @throws WaitTimeoutError (`WAIT_TIMEOUT`) after `timeoutMs`; the job is not touched.
+   * @throws the signal's `reason` when `signal` aborts.
+   * @throws ValidationError for a bad id or option.
+   * @example
+   * ```ts
+   * const job = await pawl.enqueue("report.render", { month: "2030-01" });
+   * const done = await pawl.waitFor(job, { timeoutMs: 30_000, signal: request.signal });
+   * if (done.status === "SUCCEEDED") reply(200, done.result);
+   * ```
+   */
+  waitFor<K extends TaskName<Tasks>>(
+    job: { readonly id: string; readonly type: K },
+    options?: WaitForOptions,
+  ): Promise<TypedJob<Tasks, K>>;
+  /** An id (or a job whose type the task map does not name): the job, typed as any of the map's types. */
+  waitFor<K extends TaskName<Tasks> = TaskName<Tasks>>(
+    idOrJob: string | { readonly id: string },
+    options?: WaitForOptions,
+  ): Promise<TypedJob<Tasks, K>>;
+  async waitFor<K extends TaskName<Tasks> = TaskName<Tasks>>(
+    idOrJob: string | { readonly id: string },
+    options?: WaitForOptions,
+  ): Promise<TypedJob<Tasks, K>> {
+    this.assertOpen();
+    const raw = typeof idOrJob === "object" && idOrJob !== null ? idOrJob.id : idOrJob;
+    const id = validateJobId(raw);
+    const opts = validateWaitForOptions(options);
+    this.waits ??= new WaitRegistry({
+      read: (ids) => this.store.getMany(ids),
+      clock: this.config.clock,
+      coordinator: () => this.waitCoordinator(),
+      onError: (error) =>
+        this.config.logger.warn("waitFor: a read or the coordinator failed", { error: String(error) }),
+    });
+    return (await this.waits.wait(id, opts)) as TypedJob<Tasks, K>;
+  }
+
+  /**
+   * @internal The coordinator waitFor listens to for completion notices, or null (`coordinator: "none"`):
+   * a bare client connects its own; a node overrides this with the one it already runs.
+   */
+  protected waitCoordinator(): Promise<Coordinator | null> {
+    const c = this.config;
+    this.waitCoordinatorPromise ??=
+      c.coordinator === "none"
+        ? Promise.resolve(null)
+        : coordinatorFor(c).then(async (coordinator) => {
+            await coordinator.start();
+            return coordinator;
+          });
+    return this.waitCoordinatorPromise;
+  }
+
+  /** @internal Jobs this instance's node ended (its own notices never come back to it): wake waiters. */
+  protected finishedHere(ids: readonly string[]): void {
+    this.waits?.hinted(ids);
+  }
+
+  /** @internal Whether this instance has waiters (a node collects its ended jobs' ids only then). */
+  protected get hasWaiters(): boolean {
+    return (this.waits?.size ?? 0) > 0;
+  }
+
+  /**
+   * Lists jobs, newest first. With a task map the jobs are typed like getJob's (narrow on `job.type`), and
+   * a `type` filter, which must be one of the map's names, types them as that job type.
+   *
+   * @example
+   * ```ts
+   * const dead = await pawl.listJobs({ type: "email.send", status: "DEAD", limit: 10 });
+   * for (const job of dead) console.log(job.payload.to, job.lastError);
+   * ```
+   */
+  async listJobs<K extends TaskName<Tasks> = TaskName<Tasks>>(
+    filter?: ListJobsFilter<K>,
+  ): Promise<TypedJob<Tasks, K>[]> {
+    this.assertOpen();
+    return (await this.store.list(filter)) as TypedJob<Tasks, K>[];
+  }
+
+  /**
+   * Cancels a job. A PENDING job becomes CANCELED; a RUNNING one becomes CANCELED too, its handler sees
+   * the request in its context, and its result is discarded. A finished job is left as it is.
+   *
+   * @throws JobNotFoundError when no job has this id.
+   */
+  async cancel(id: string, reason?: string): Promise<CancelResult> {
+    this.assertOpen();
+    const result = await this.store.cancel(validateJobId(id), reason);
+    if (!result) throw new JobNotFoundError(String(id));
+    this.hooks?.afterCancel(result);
+    return result;
+  }
+
+  /** @internal What the composition operations (src/composition) need; checks the instance is open. */
+  protected get composition(): CompositionDeps {
+    this.assertOpen();
+    return {
+      store: this.store,
+      config: this.config,
+      hooks: this.hooks,
+      events: this.hooks?.events,
+      tracing: this.tracing,
+    };
+  }
+
+  /** Closes the pool (if pawl created it). Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.waits?.close();
+    const own = this.waitCoordinatorPromise;
+    this.waitCoordinatorPromise = undefined;
+    // A coordinator instance the caller passed is theirs to close; one built from a spec is ours.
+    if (own && typeof this.config.coordinator === "string") await own.then((c) => c?.close()).catch(() => {});
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  protected assertOpen(): void {
+    if (this.closed) throw new PawlError("CLOSED", "this pawl instance is closed");
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The client's dead letter queue API (`pawl.dlq`): list, retry and purge DEAD jobs, with every filter and
+ * id validated before SQL runs. A retry announces the jobs it sent back as an enqueue would (so nodes wake
+ * for them), and reports the ones canceled as duplicates of a live job holding their unique key.
+ */
+import type { ClientHooks } from "../composition/client-hooks.js";
+import { validateDeadLetterFilter } from "../input/filter-input.js";
+import type { DeadLetterFilter, RetriedJobs } from "../store/jobs/dead-letter.js";
+import { validateJobId } from "../input/job-id.js";
+import type { JobStore } from "../store/job-store.js";
+import type { PawlTasks, TaskName, TypedJob } from "../input/task-map.js";
+
+/**
+ * The dead letter queue API. With a task map (`Tasks`), the jobs listed are typed like getJob's, and a
+ * `type` filter narrows them to that type.
+ */
+export interface DeadLetterQueue<Tasks = PawlTasks> {
+  /** DEAD jobs, newest first. */
+  list<K extends TaskName<Tasks> = TaskName<Tasks>>(
+    filter?: DeadLetterFilter<K>,
+  ): Promise<TypedJob<Tasks, K>[]>;
+  /**
+   * Sends DEAD jobs back to PENDING with attempts reset; returns those it sent back. A job whose unique key
+   * another live job holds is CANCELED instead (the live job wins): those are in the result's
+   * non-enumerable `duplicates`, never among the returned jobs, and the others are retried all the same.
+   */
+  retry(ids: string | readonly string[]): Promise<RetriedJobs>;
+  /** Deletes DEAD jobs matching the filter; returns how many. */
+  purge(filter?: DeadLetterFilter<TaskName<Tasks>>): Promise<number>;
+}
+
+/**
+ * The dead letter queue over `store`; `hooks` (a node's) announce retried jobs and report duplicates.
+ *
+ * @example
+ * ```ts
+ * const dlq = deadLetterQueue(store, undefined);
+ * await dlq.retry(["42"]);
+ * ```
+ */
+export function deadLetterQueue<Tasks = PawlTasks>(
+  store: JobStore,
+  hooks: ClientHooks | undefined,
+): DeadLetterQueue<Tasks> {
+  return {
+    // The rows are the store's; the task map only says what their payloads and results are.
+    list: async <K extends TaskName<Tasks>>(f?: DeadLetterFilter<K>) =>
+      (await store.listDead(validateDeadLetterFilter(f))) as TypedJob<Tasks, K>[],
+    retry: async (ids) => {
+      const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
+      const jobs = await store.retryDead(list);
+      for (const d of jobs.duplicates) {
+        hooks?.events.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
+      }
+      await hooks?.afterEnqueue(
+        jobs.map((j) => ({ ...j, inserted: true })),
+        undefined,
+      );
+      return jobs;
+    },
+    purge: async (f) => store.purgeDead(validateDeadLetterFilter(f)),
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * When an enqueue wakes the other nodes. The reference's triggers: critical priority, or a single job
+ * enqueued to run now (a user waiting on it). Batches of ordinary jobs and delayed jobs wait for polling:
+ * a wakeup for them would cost every node a poll and gain nothing. One rule for both moments it is
+ * applied: before the insert (to fold the notify into it) and after (to publish it separately).
+ */
+import type { WakeupHint } from "../../coordinators/spi.js";
+import type { NewJob } from "../input/enqueue-input.js";
+import { priorities } from "../input/priority.js";
+
+/** How far ahead a job still counts as due now (ms): covers the clock gap between node and database. */
+const dueSlackMs = 5;
+
+/** What the rule looks at in a job. */
+export interface HintJob {
+  type: string;
+  priority: number;
+  /** Whether it runs now (no delay). */
+  due: boolean;
+}
+
+/** The hint an enqueue of `jobs` publishes, or null when it should not wake anyone. */
+export function urgentHint(jobs: readonly HintJob[], source: string): WakeupHint | null {
+  if (jobs.length === 0) return null;
+  let priority = -Infinity;
+  let critical = false;
+  let target: string | undefined = jobs[0]!.type;
+  for (const j of jobs) {
+    if (j.priority > priority) priority = j.priority;
+    if (j.priority >= priorities.critical) critical = true;
+    if (j.type !== target) target = undefined;
+  }
+  if (!critical && !(jobs.length === 1 && jobs[0]!.due)) return null;
+  return { priority, source, ...(target !== undefined ? { target } : {}) };
+}
+
+/** A job about to be inserted, as the rule sees it (`now` in ms since the epoch, local clock). */
+export function hintJobOfNew(job: NewJob, now: number): HintJob {
+  const due = job.runAt === null ? job.delayMs <= dueSlackMs : job.runAt.getTime() <= now + dueSlackMs;
+  return { type: job.type, priority: job.priority, due };
+}
+
+/** An inserted job, as the rule sees it. */
+export function hintJobOfRow(
+  job: { type: string; priority: number; scheduledTime: Date },
+  now: number,
+): HintJob {
+  return { type: job.type, priority: job.priority, due: job.scheduledTime.getTime() <= now + dueSlackMs };
+}

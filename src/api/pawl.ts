@@ -1,0 +1,396 @@
+/**
+ * {@link Pawl}: the node, a {@link PawlClient} that also runs jobs. register() adds job types, start()
+ * builds the actor tree (src/node/node-runtime.ts) and joins the cluster, stop() drains. What the
+ * client's writes do to running work (wake the local poller, hint the other nodes through the
+ * coordinator) is in src/api/node-hooks.ts, handed to the client at construction with the one resolved config.
+ */
+import { attemptTracer } from "../node/attempt/attempt-spans.js";
+import { traceInternals, traceOutcomeWrites } from "../node/internal-spans.js";
+import { resolveConfig, type PawlConfig } from "../input/config.js";
+import { onConnectionFault } from "../db/held-client.js";
+import { PawlError } from "../core/errors.js";
+import { PawlEventEmitter, type PawlEventName, type PawlEvents } from "../core/events.js";
+import { PawlClient } from "./client.js";
+import { NodeHooks } from "./node-hooks.js";
+import { NodeRuntime } from "../node/node-runtime.js";
+import { resolveJobType, type Handler, type JobType, type RegisterOptions } from "../node/registry.js";
+import { inspectNode, type ActorTree } from "../node/inspect.js";
+import { parseCoordinatorSpec } from "../../coordinators/index.js";
+import type { Coordinator } from "../../coordinators/spi.js";
+import { ClusterServices, readClusterView, type ClusterView } from "../cluster/cluster-services.js";
+import { buildNodeRegistry } from "../cluster/heartbeat.js";
+import {
+  listSchedules,
+  registerSchedule,
+  unregisterSchedule,
+  type Schedule,
+  type ScheduleOptions,
+} from "../cluster/recurring.js";
+import { ClassicClaimer } from "../store/claim/claimer.js";
+import { CursorClaimer } from "../store/claim/claim-cursor.js";
+import { SignalSweeper } from "../cluster/signal-sweeper.js";
+import type { IsTyped, PawlTasks, TaskName, TaskPayload, TaskResult, TypedEvent } from "../input/task-map.js";
+
+/**
+ * The payload a handler of `K` receives: the task map's, else `P` (from the handler's annotation or the
+ * type's Standard Schema); without a map, `P`.
+ */
+export type HandlerPayload<Tasks, K, P> = IsTyped<Tasks> extends true ? TaskPayload<Tasks, K, P> : P;
+/** What a handler of `K` must return: the task map's result, else `R`; without a map, `R`. */
+export type HandlerResult<Tasks, K, R> = IsTyped<Tasks> extends true ? TaskResult<Tasks, K, R> : R;
+
+/** The payload of a schedule's children of type `K`: the task map's, or anything without a map. */
+export type ScheduledPayload<Tasks, K> = IsTyped<Tasks> extends true ? TaskPayload<Tasks, K> : unknown;
+
+/**
+ * The arguments of {@link Pawl.schedule} after the cron when the schedule's name is its children's type:
+ * the payload (required when the task map's payload does not accept undefined) and the options.
+ */
+export type ScheduleArgs<Tasks, K> =
+  undefined extends ScheduledPayload<Tasks, K>
+    ? [payload?: ScheduledPayload<Tasks, K>, options?: Omit<ScheduleOptions, "type"> & { type?: K }]
+    : [payload: ScheduledPayload<Tasks, K>, options?: Omit<ScheduleOptions, "type"> & { type?: K }];
+
+/** Options of {@link Pawl.stop}. */
+export interface StopOptions {
+  /** How long running jobs may take to finish before they are aborted (ms). Default 25,000. */
+  graceMs?: number;
+}
+
+/**
+ * A pawl node: enqueue jobs, register handlers, run them.
+ *
+ * @example
+ * ```ts
+ * const pawl = createPawl({ concurrency: 10 });
+ * pawl.register("email.send", async (payload, ctx) => send(payload, { signal: ctx.signal }), { timeoutMs: 30_000 });
+ * await pawl.migrate();
+ * await pawl.start();
+ * process.on("SIGTERM", () => pawl.stop({ graceMs: 25_000 }));
+ * ```
+ */
+export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
+  /** The typed event stream (jobs, polls, claims, breakers, coordinator). */
+  readonly events: PawlEventEmitter;
+  private readonly types: Map<string, JobType>;
+  /** The client hooks this node installed, and the coordinator they publish through. */
+  private readonly node: NodeHooks;
+  private runtime: NodeRuntime | null = null;
+  private stopping: Promise<void> | null = null;
+  private keepAlive: NodeJS.Timeout | null = null;
+  private offClusterEvents: (() => void) | null = null;
+  private clusterRef: ClusterServices | null = null;
+  private signalSweeper: SignalSweeper | null = null;
+  /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
+  private readonly offConnectionFaults: () => void;
+
+  constructor(config: PawlConfig = {}) {
+    // Resolved once, here, and handed to the client with the hooks, which must exist before it does.
+    const resolved = resolveConfig(config);
+    // A bad coordinator spec fails at construction, not at the first enqueue or start().
+    if (typeof resolved.coordinator === "string") parseCoordinatorSpec(resolved.coordinator);
+    const types = new Map<string, JobType>();
+    const events = new PawlEventEmitter();
+    const node = new NodeHooks({ config: resolved, types, events });
+    super(config, { config: resolved, hooks: node });
+    this.types = types;
+    this.events = events;
+    this.node = node;
+    this.offConnectionFaults = onConnectionFault(this.pool, (fault) =>
+      this.events.emit("database:connection-error", fault),
+    );
+    // A node never hears its own completion notices: its outcomes wake this instance's waiters directly.
+    node.onFinished({ wanted: () => this.hasWaiters, wake: (ids) => this.finishedHere(ids) });
+  }
+
+  /** waitFor listens to the node's own coordinator (one connection for wakeups and notices). */
+  protected override waitCoordinator(): Promise<Coordinator | null> {
+    return this.node.coordinator();
+  }
+
+  /** This node's id. */
+  get nodeId(): string {
+    return this.config.nodeId;
+  }
+
+  /** Whether start() was called and stop() was not. */
+  get running(): boolean {
+    return this.runtime !== null && this.stopping === null;
+  }
+
+  /**
+   * Registers the handler of a job type. Registering after start() is allowed: the next claim includes it.
+   * With a task map, the type must be one of its names and the handler takes its payload and returns its
+   * result; a Standard Schema as `validate` types the payload where the map does not.
+   *
+   * @throws ValidationError for a bad type name or option.
+   * @throws PawlError `INVALID_STATE` after stop(): a stopped node never claims again, so the handler could
+   *   never run.
+   */
+  register<P = unknown, R = unknown, K extends TaskName<Tasks> = TaskName<Tasks>>(
+    type: K,
+    handler: Handler<HandlerPayload<Tasks, K, P>, HandlerResult<Tasks, K, R>>,
+    options?: RegisterOptions<HandlerPayload<Tasks, K, P>>,
+  ): this {
+    this.assertOpen();
+    if (this.stopping) {
+      throw new PawlError(
+        "INVALID_STATE",
+        `register("${type}") after stop(): this node was stopped and will never run the handler; create a new instance`,
+      );
+    }
+    const t = resolveJobType(type, handler, options as RegisterOptions);
+    this.types.set(type, t);
+    return this;
+  }
+
+  /** The job types registered on this instance. */
+  get registeredTypes(): string[] {
+    return [...this.types.keys()];
+  }
+
+  /** @internal A registered type with its resolved options (pawl/testing runs handlers with it). */
+  jobType(type: string): JobType | undefined {
+    return this.types.get(type);
+  }
+
+  /**
+   * Subscribes to an event; returns the unsubscribe function. With a task map, the job types the payload
+   * names are the map's ({@link TypedEvent}).
+   */
+  on<E extends PawlEventName>(name: E, listener: (payload: TypedEvent<Tasks, E>) => void): () => void {
+    return this.events.on(name, listener as (payload: PawlEvents[E]) => void);
+  }
+
+  /** Starts the node: the actor tree, the first poll, the coordinator. Idempotent. */
+  async start(): Promise<void> {
+    this.assertOpen();
+    if (this.stopping) throw new PawlError("INVALID_STATE", "this node was stopped; create a new instance");
+    if (this.runtime) return;
+    const coordinator = await this.node.coordinator();
+    const c = this.config;
+    // Without @opentelemetry/api installed the load answers null, and the node has no tracer at all.
+    const tracing = this.tracing && (await this.tracing.ready()) ? this.tracing : null;
+    // Join the cluster before claiming: first heartbeat, then recovery of this node id's previous run.
+    const cluster = new ClusterServices({
+      store: this.store,
+      nodeId: c.nodeId,
+      concurrency: c.concurrency,
+      transport: coordinator.status().transport,
+      options: c.runtimeOptions.cluster,
+      events: this.events,
+      logger: c.logger.child({ nodeId: c.nodeId }),
+      clock: c.clock,
+      typeDefaults: (type) => this.node.typeDefaults(type),
+      maxPayloadBytes: c.maxPayloadBytes,
+      tracing,
+      afterEnqueue: (jobs) => void this.node.afterEnqueue(jobs, undefined),
+      registry: () =>
+        buildNodeRegistry({
+          types: this.types.values(),
+          tree: this.inspect(),
+          concurrency: c.concurrency,
+          resources: c.runtimeOptions.resources,
+          queueRateLimits: c.runtimeOptions.queueRateLimits,
+          defaultTimeoutMs: c.runtimeOptions.defaultTimeoutMs,
+          breakerOpenMs: (service) => c.runtimeOptions.breakerFor(service).openMs,
+        }),
+      // Heartbeats get their own connection unless the caller brought the pool.
+      ...(c.pool === undefined ? { heartbeatConnectionString: c.connectionString } : {}),
+    });
+    await cluster.prepare();
+    if (this.runtime || this.stopping) {
+      await cluster.stop();
+      return;
+    }
+    this.clusterRef = cluster;
+    this.runtime = new NodeRuntime({
+      nodeId: c.nodeId,
+      concurrency: c.concurrency,
+      prefetch: c.prefetch,
+      claimMode: c.claimMode,
+      boostIntervalMs: c.boostIntervalMs,
+      completionFlushMs: c.completionFlushMs,
+      options: c.runtimeOptions,
+      store: tracing?.options.internals ? traceOutcomeWrites(tracing, this.store) : this.store,
+      types: this.types,
+      events: this.events,
+      logger: c.logger.child({ nodeId: c.nodeId }),
+      clock: c.clock,
+      coordinator,
+      queues: c.queues,
+      tracer: tracing ? attemptTracer(tracing, c.nodeId) : null,
+      createClaimer: (options) =>
+        c.claimCursors
+          ? new CursorClaimer({
+              ...options,
+              store: this.store,
+              discoveryMs: c.claimCursorDiscoveryMs,
+              fullDiscoveryMs: c.claimCursorFullDiscoveryMs,
+              fullDiscoveryMaxMs: c.claimCursorFullDiscoveryMaxMs,
+            })
+          : new ClassicClaimer(options),
+    });
+    this.node.attach(this.runtime);
+    this.runtime.start();
+    cluster.start();
+    // Times out parked signal waits (docs/composition.md#signals).
+    this.signalSweeper = new SignalSweeper({ deps: this.composition, clock: c.clock });
+    this.signalSweeper.start();
+    // A node declared dead by the others (it missed heartbeats) has had its jobs recovered: the ones
+    // still waiting in its buffer would run a second time, so they are dropped.
+    const offDead = this.events.on("cluster:heartbeat", (e) => {
+      if (e.wasDeclaredDead) this.runtime?.dropBuffered("this node was declared dead by the cluster");
+    });
+    // Recovered orphans are PENDING again under their old ids and scheduled times, where only a full pass
+    // of the claim cursors sees them (an idle node backs its full pass off to a minute): look now.
+    const offRecovered = this.events.on("cluster:orphans-recovered", () => {
+      this.node.afterRelease();
+      this.runtime?.wake("local");
+    });
+    // The batched internals (claims, outcome flushes, wakeups) as spans, when asked for.
+    const offInternals = tracing?.options.internals ? traceInternals(tracing, this.events) : null;
+    this.offClusterEvents = () => {
+      offDead();
+      offRecovered();
+      offInternals?.();
+    };
+    // pawl's timers are unref'd so they never hold a host process open on their own; a started node,
+    // like a listening server, keeps its process alive until stop(), even while the database is down.
+    this.keepAlive = setInterval(() => {}, 3_600_000);
+    this.events.emit("node:started", { nodeId: c.nodeId });
+  }
+
+  /**
+   * Drains the node: no more claims; running jobs get `graceMs` to finish, then are aborted and handed
+   * back (PENDING, attempt not counted; CANCELED stays CANCELED). A second call aborts at once.
+   */
+  async stop(options: StopOptions = {}): Promise<void> {
+    const graceMs = options.graceMs ?? 25_000;
+    if (this.stopping) {
+      void this.runtime?.stop(0);
+      return this.stopping;
+    }
+    this.node.quiesce();
+    this.stopping = (async () => {
+      // Maintenance stops first; the heartbeat goes on until the drain is over, so a long grace is not
+      // mistaken for a death, and the node leaves the cluster once its last outcome is written.
+      await this.clusterRef?.stopMaintenance();
+      await this.signalSweeper?.stop();
+      const aborted = this.runtime ? await this.runtime.stop(graceMs) : 0;
+      await this.clusterRef?.stop();
+      await this.node.closeCoordinator();
+      this.offClusterEvents?.();
+      if (this.keepAlive) clearInterval(this.keepAlive);
+      this.keepAlive = null;
+      this.events.emit("node:stopped", { nodeId: this.nodeId, aborted });
+    })();
+    return this.stopping;
+  }
+
+  /** Stops the node (if started, with no grace) and closes the pool. Idempotent. */
+  override async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.runtime || this.node.hasCoordinator) await this.stop({ graceMs: 0 });
+    this.offConnectionFaults();
+    await super.close();
+  }
+
+  /** A JSON-serialisable tree of every live actor of this node (see docs/machines). */
+  inspect(): ActorTree | null {
+    return this.runtime ? inspectNode(this.runtime) : null;
+  }
+
+  /**
+   * Registers a recurring job: each fire of `cron` (in `options.timezone`, default UTC) enqueues one job of
+   * `options.type` (default: `name`) with `payload`, exactly once across the cluster. Registering the same
+   * name again updates it (keeping its next fire when the cron and zone are unchanged), so every node may
+   * call it at boot. Fires missed while no node ran follow `options.missedFirePolicy` (`catch-up-one` by
+   * default, or `skip`). Works without start(); the fires happen on started nodes.
+   *
+   * @throws ValidationError `INVALID_CRON` for a bad expression or time zone (nothing is written), or as
+   *   enqueue for a bad type, priority or payload.
+   *
+   * @example
+   * ```ts
+   * await pawl.schedule("nightly-report", "0 3 * * *", { format: "pdf" }, { timezone: "Europe/Paris" });
+   * ```
+   */
+  schedule<K extends TaskName<Tasks>>(
+    name: K,
+    cron: string,
+    ...rest: ScheduleArgs<Tasks, K>
+  ): Promise<Schedule>;
+  /**
+   * Registers a recurring job whose children are of `options.type`, not of the schedule's name; with a
+   * task map the payload is that type's.
+   *
+   * @example
+   * ```ts
+   * await pawl.schedule("nightly", "0 3 * * *", { format: "pdf" }, { type: "report.build" });
+   * ```
+   */
+  schedule<K extends TaskName<Tasks>>(
+    name: string,
+    cron: string,
+    payload: ScheduledPayload<Tasks, K>,
+    options: Omit<ScheduleOptions, "type"> & { type: K },
+  ): Promise<Schedule>;
+  async schedule(
+    name: string,
+    cron: string,
+    payload?: unknown,
+    options?: ScheduleOptions,
+  ): Promise<Schedule> {
+    this.assertOpen();
+    const schedule = await registerSchedule(this.store, name, cron, payload, options, {
+      typeDefaults: (type) => this.node.typeDefaults(type),
+      maxPayloadBytes: this.config.maxPayloadBytes,
+    });
+    this.clusterRef?.triggerRecurring();
+    return schedule;
+  }
+
+  /** Removes a recurring job; returns whether it existed. Children already enqueued are kept. */
+  async unschedule(name: string): Promise<boolean> {
+    this.assertOpen();
+    return unregisterSchedule(this.store, name);
+  }
+
+  /** Every recurring job, by name, with its next fire time. */
+  async listSchedules(): Promise<Schedule[]> {
+    this.assertOpen();
+    return listSchedules(this.store);
+  }
+
+  /**
+   * The cluster as this node sees it: every node row (heartbeat age by the database's clock, alive or
+   * not), the maintenance leases and their holders, and this node's latest clock skew reading.
+   *
+   * @example
+   * ```ts
+   * const { nodes, leases, clockSkew } = await pawl.cluster();
+   * console.log(nodes.filter((n) => n.alive).map((n) => n.nodeId), clockSkew?.skewMs);
+   * ```
+   */
+  async cluster(): Promise<ClusterView> {
+    this.assertOpen();
+    if (this.clusterRef) return this.clusterRef.view();
+    return readClusterView(
+      this.store,
+      this.nodeId,
+      this.config.runtimeOptions.cluster.deadNodeThresholdMs,
+      null,
+    );
+  }
+
+  /** @internal The cluster services of a started node (tests, observability); null before start(). */
+  get clusterServices(): ClusterServices | null {
+    return this.clusterRef;
+  }
+
+  /** @internal The running node runtime (tests, observability). */
+  get nodeRuntime(): NodeRuntime | null {
+    return this.runtime;
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * The context of one attempt, handed to the handler and reachable anywhere in its async call tree
+ * through {@link JobContext.current} (AsyncLocalStorage). It carries the attempt's cancellation request
+ * and AbortSignal: the watchdog and `pawl.cancel()` set the request; the signal aborts at the hard
+ * deadline, on cancel, and at shutdown.
+ */
+import { PawlError } from "../../core/errors.js";
+import type { Logger } from "../../core/logger.js";
+import { jobContextStorage, type AttemptScope } from "./context-storage.js";
+import { CancellationRequestedError } from "./job-errors.js";
+import {
+  JobComposition,
+  type FlowContext,
+  type SignalDelivery,
+  type WaitForSignalOptions,
+} from "../../composition/job-composition.js";
+import type { JobContextServices } from "../../composition/signals.js";
+import { progressJson } from "../../input/progress-input.js";
+
+/** What a handler learns about its attempt. */
+export class JobContext implements AttemptScope {
+  /** Identifies this attempt for CancellationRequestedError (a fresh object per attempt). */
+  readonly attemptToken: object = {};
+  private requested = false;
+  // Created on first use: most handlers never look at their signal or logger, and both cost allocations.
+  private controller: AbortController | null = null;
+  private abortReason: Error | null = null;
+  private boundLogger: Logger | null = null;
+  private composition: JobComposition | null = null;
+
+  constructor(
+    /** The job id. */
+    readonly jobId: string,
+    /** The job type. */
+    readonly type: string,
+    /** This attempt's number, from 1. */
+    readonly attempt: number,
+    /** The attempts allowed in all. */
+    readonly maxAttempts: number,
+    /** When the watchdog ends this attempt (epoch ms). */
+    readonly deadlineMs: number,
+    /** The node's logger; {@link JobContext.logger} binds it to the job. */
+    private readonly baseLogger: Logger,
+    /** The node running the attempt. */
+    readonly nodeId: string,
+    /** @internal The store access of signals and flows (supplied by a node; absent in pawl/testing). */
+    readonly services?: JobContextServices,
+  ) {}
+
+  /** Aborted at the hard deadline, when the job is canceled, and at shutdown. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
+  /** A logger bound to the job and node ids. */
+  get logger(): Logger {
+    this.boundLogger ??= this.baseLogger.child({
+      jobId: this.jobId,
+      jobType: this.type,
+      nodeId: this.nodeId,
+    });
+    return this.boundLogger;
+  }
+
+  /** When the watchdog ends this attempt. */
+  get deadline(): Date {
+    return new Date(this.deadlineMs);
+  }
+
+  /** True once pawl has asked this attempt to stop. Cheap: no I/O. */
+  isCancellationRequested(): boolean {
+    return this.requested;
+  }
+
+  /** Throws a {@link CancellationRequestedError} if a stop was requested. */
+  throwIfCancellationRequested(): void {
+    if (this.requested) throw new CancellationRequestedError("cancellation requested", this);
+  }
+
+  /** @internal Sets the cancellation request. */
+  requestCancellation(): void {
+    this.requested = true;
+  }
+
+  /** @internal Sets the request and aborts the signal. */
+  abort(reason: string): void {
+    this.requested = true;
+    if (this.abortReason) return;
+    this.abortReason = new CancellationRequestedError(reason, this);
+    this.controller?.abort(this.abortReason);
+  }
+
+  /**
+   * Waits for an external signal. On the run after `pawl.signal(jobId, payload)` (or after the timeout),
+   * the first call returns what ended the wait; otherwise it throws a `WaitForSignal`, which ends the
+   * attempt and parks the job: WAITING, holding no slot and no connection, the attempt not counted, until
+   * the signal or the timeout makes it runnable again on any node. Let the error propagate (like Snooze),
+   * and keep the handler replayable: it runs again from the start, with the delivery here.
+   *
+   * @throws ValidationError `INVALID_OPTION` for a bad timeout.
+   * @example
+   * ```ts
+   * pawl.register("order.approve", async (order, ctx) => {
+   *   await sendApprovalRequest(order); // runs again on the resumed run: make it idempotent
+   *   const answer = await ctx.waitForSignal<{ approved: boolean }>({ timeoutMs: 86_400_000 });
+   *   if (answer.timedOut || !answer.payload.approved) return reject(order);
+   *   return ship(order);
+   * });
+   * // elsewhere, on any node or client:
+   * await pawl.signal(jobId, { approved: true });
+   * ```
+   */
+  waitForSignal<P = unknown>(options?: WaitForSignalOptions): Promise<SignalDelivery<P>> {
+    return this.compositionView().waitForSignal<P>(options);
+  }
+
+  /** The signal (or timeout) that made this run runnable, or null; does not wait. One read, cached. */
+  receivedSignal<P = unknown>(): Promise<SignalDelivery<P> | null> {
+    return this.compositionView().receivedSignal<P>();
+  }
+
+  /**
+   * The job's flow (chain, batch or workflow) and what its finished dependencies left: their results by
+   * step name (`previous` in a chain), and which of them failed. Null for a job outside a flow.
+   *
+   * @example
+   * ```ts
+   * pawl.register("report.render", async (_p, ctx) => render((await ctx.flow())?.previous));
+   * ```
+   */
+  flow(): Promise<FlowContext | null> {
+    return this.compositionView().flow();
+  }
+
+  /**
+   * Reports progress: a percentage (0-100) or a small JSON value (at most 4 KiB), shown by `getJob`
+   * (`job.progress`), `pawl job <id>` and the console. It returns at once: the node keeps the newest value
+   * and writes at most one per job every 250 ms, always the last one before the attempt's outcome (so a
+   * finished job keeps it). Each call emits `job:progress`. Under pawl/testing nothing is stored.
+   *
+   * @throws ValidationError `INVALID_PROGRESS` for a number outside 0-100, a value that is not JSON, or one
+   *   over 4 KiB of JSON (nothing is stored or emitted then).
+   * @example
+   * ```ts
+   * pawl.register("import.file", async (file, ctx) => {
+   *   for (const [i, row] of rows.entries()) {
+   *     await importRow(row);
+   *     ctx.progress({ done: i + 1, total: rows.length }); // or ctx.progress(((i + 1) / rows.length) * 100)
+   *   }
+   * });
+   * ```
+   */
+  progress(value: unknown): void {
+    const json = progressJson(value);
+    // The value the caller passed is emitted as it was validated; the store gets its JSON text.
+    this.services?.progress?.(
+      { jobId: this.jobId, type: this.type, attempt: this.attempt, progress: JSON.parse(json) },
+      json,
+    );
+  }
+
+  private compositionView(): JobComposition {
+    this.composition ??= new JobComposition(this.jobId, this.services);
+    return this.composition;
+  }
+
+  /**
+   * The context of the attempt whose async call tree this is.
+   *
+   * @throws PawlError `INVALID_STATE` outside a job.
+   * @example
+   * ```ts
+   * async function copyPages() {
+   *   const ctx = JobContext.current();
+   *   for (const page of pages) { ctx.throwIfCancellationRequested(); await copy(page); }
+   * }
+   * ```
+   */
+  static current(): JobContext {
+    const ctx = JobContext.tryCurrent();
+    if (!ctx) throw new PawlError("INVALID_STATE", "JobContext.current() called outside a job handler");
+    return ctx;
+  }
+
+  /** The current context, or undefined outside a job. */
+  static tryCurrent(): JobContext | undefined {
+    const ctx = jobContextStorage.getStore();
+    return ctx instanceof JobContext ? ctx : undefined;
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * What a node runtime is built from ({@link NodeRuntimeDeps}) and the parts it builds from that, wired to
+ * one another ({@link buildNodeParts}): the outcome writer and its due-noting sink, the slots, the breaker
+ * and rate gates, the watchdog arming, the cancel check, the lanes with their claimers and the claim
+ * cycle. Its own file because the wiring is one concept done once, at construction, while the runtime
+ * (./node-runtime.ts) runs the node with the parts; what a part needs from the runtime itself (its actors,
+ * the attempts in flight, whether it drains) comes in as {@link NodeLinks}, called only later.
+ */
+import type { AnyActorRef } from "xstate";
+import type { Coordinator } from "../../coordinators/spi.js";
+import type { Clock } from "../core/clock.js";
+import { toError, type PawlEventEmitter } from "../core/events.js";
+import type { Logger } from "../core/logger.js";
+import type { BreakerInput } from "../machines/breaker-machine.js";
+import type { NodeStore } from "../store/job-store.js";
+import type { OutcomeSink } from "../store/outcomes/outcome-sink.js";
+import { ClassicClaimer, type Claimer, type ClaimerOptions } from "../store/claim/claimer.js";
+import type { AttemptTracer } from "./attempt/attempt-tracer.js";
+import { BreakerGate } from "./breaker-gate.js";
+import { CancelCheck } from "./cancel-check.js";
+import { ClaimCycle } from "./claim/claim-cycle.js";
+import { DueNotes } from "./claim/due-notes.js";
+import type { FinishDeps } from "./attempt/finish-attempt.js";
+import type { JobRun } from "./attempt/job-run.js";
+import { NodeLanes } from "./claim/lanes.js";
+import { OutcomeWriter } from "./outcome-writer.js";
+import { RateGate } from "./rate-gate.js";
+import type { JobType } from "./registry.js";
+import type { ResolvedRuntimeOptions } from "../input/runtime-config.js";
+import { SlotPool } from "./claim/slot-pool.js";
+import { WatchdogArming } from "./attempt/watchdog-arming.js";
+
+/** What the runtime is built from. */
+export interface NodeRuntimeDeps {
+  nodeId: string;
+  concurrency: number;
+  prefetch: number;
+  claimMode: "full" | "lazy";
+  boostIntervalMs: number;
+  completionFlushMs: number;
+  options: ResolvedRuntimeOptions;
+  store: NodeStore;
+  types: ReadonlyMap<string, JobType>;
+  events: PawlEventEmitter;
+  logger: Logger;
+  clock: Clock;
+  coordinator: Coordinator;
+  /** Builds the node's claimer (the catch-all lane's: classic or claim cursors). */
+  createClaimer: (options: ClaimerOptions) => Claimer;
+  /** Traces attempts (src/tracing); null or absent: no tracing. */
+  tracer?: AttemptTracer | null;
+  /**
+   * Per-queue limits (`queues` of createPawl): one lane per queue, each with its own claim and slot budget
+   * (src/node/claim/lanes.ts). Absent: one catch-all lane for every queue.
+   */
+  queues?: ReadonlyMap<string, number> | null;
+}
+
+/** What the parts call back into the runtime for; none of it is called while the parts are built. */
+export interface NodeLinks {
+  /** The attempts in flight by job id (the runtime's map, read by the watchdogs and the cancel check). */
+  runs: ReadonlyMap<string, JobRun>;
+  /** The actor with a system id. */
+  actor(systemId: string): AnyActorRef | undefined;
+  /** Sends to an actor after the current step (NodeRuntime.sendLater). */
+  sendLater(systemId: string, event: { type: string } & Record<string, unknown>): void;
+  /** Spawns a breaker actor under the node actor. */
+  spawnBreaker(input: BreakerInput): void;
+  /** Whether the node drains. */
+  draining(): boolean;
+  /** Hands claimed jobs back to PENDING, attempt not counted. */
+  handBack(jobs: readonly { id: string }[]): void;
+}
+
+/** The node's parts, built once by {@link buildNodeParts}. */
+export interface NodeParts {
+  writer: OutcomeWriter;
+  slots: SlotPool;
+  breakers: BreakerGate;
+  rates: RateGate;
+  dues: DueNotes;
+  /** The outcome sink attempts finish through: the writer, noting the due time of every delayed write. */
+  outcomes: OutcomeSink;
+  /** What finishing an attempt needs (finish-attempt.ts). */
+  finishDeps: FinishDeps;
+  watchdogs: WatchdogArming;
+  cancelCheck: CancelCheck;
+  lanes: NodeLanes;
+  claims: ClaimCycle;
+}
+
+/** Builds the node's parts from its deps, in dependency order. */
+export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodeParts {
+  const { clock, logger, events } = deps;
+  const writer = new OutcomeWriter(deps.store, deps.nodeId, clock, logger, deps.completionFlushMs, (error) =>
+    events.emit("error", { where: "outcome-writer", error: toError(error) }),
+  );
+  const slots = new SlotPool(deps.concurrency);
+  const breakers = new BreakerGate({
+    actor: (id) => links.actor(id),
+    spawnLater: (input) => queueMicrotask(() => links.spawnBreaker(input)),
+    sendLater: (id, event) => links.sendLater(id, event),
+    configFor: (service) => deps.options.breakerFor(service),
+    clock,
+  });
+  const rates = new RateGate({
+    store: deps.store,
+    clock,
+    events,
+    queueLimits: deps.options.queueRateLimits,
+  });
+  const dues = new DueNotes({ clock, poller: () => links.actor("poller"), active: () => !links.draining() });
+  const outcomes = dues.noting(writer, (id) => links.runs.get(id)?.claimed.priority);
+  const finishDeps: FinishDeps = {
+    writer: outcomes,
+    events,
+    random: Math.random,
+    now: () => clock.now(),
+    breakerResult: (r, ok) => breakers.result(r, ok),
+    breakerRelease: (r) => breakers.release(r),
+  };
+  const watchdogs = new WatchdogArming({
+    runs: links.runs,
+    clock,
+    sendLater: (id, event) => links.sendLater(id, event),
+  });
+  const cancelCheck = new CancelCheck({
+    runs: links.runs,
+    buffered: (id) => lanes.has(id),
+    store: deps.store,
+    clock,
+    recheckMs: deps.options.cancelRecheckMs,
+    tellSlot: (slot) => links.actor(`slot-${slot}`)?.send({ type: "CANCEL" }),
+    onError: (error) => events.emit("error", { where: "cancel check", error: toError(error) }),
+  });
+  const claimerOptions: ClaimerOptions = {
+    store: deps.store,
+    nodeId: deps.nodeId,
+    boostIntervalMs: deps.boostIntervalMs,
+    withPayload: deps.claimMode === "full",
+    clock,
+  };
+  const lanes = NodeLanes.build({
+    concurrency: deps.concurrency,
+    prefetch: deps.prefetch,
+    queues: deps.queues,
+    claimer: () => deps.createClaimer(claimerOptions),
+    queueClaimer: (queue) => new ClassicClaimer({ ...claimerOptions, queue }),
+  });
+  const claims = new ClaimCycle({
+    clock,
+    events,
+    logger,
+    types: deps.types,
+    lanes,
+    dues,
+    minDelayMs: deps.options.polling.minDelayMs,
+    utilization: () => slots.busy / deps.concurrency,
+    actor: (id) => links.actor(id),
+    draining: () => links.draining(),
+    handBack: (jobs) => links.handBack(jobs),
+  });
+  return {
+    writer,
+    slots,
+    breakers,
+    rates,
+    dues,
+    outcomes,
+    finishDeps,
+    watchdogs,
+    cancelCheck,
+    lanes,
+    claims,
+  };
+}

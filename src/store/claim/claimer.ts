@@ -1,0 +1,73 @@
+/**
+ * How a node claims: the seam between the runtime's poller and the claim SQL. The classic claimer runs
+ * the full claim statement every poll; a cursor claimer (claim cursors) can seek past dead tuples and
+ * skip queries when it knows there is nothing to claim. The runtime only ever talks to this interface.
+ */
+import type { Clock } from "../../core/clock.js";
+import type { ClaimedJob } from "./claim-jobs.js";
+import type { NodeStore } from "../job-store.js";
+
+/** What a claimer needs to know about its node. */
+export interface ClaimerOptions {
+  store: NodeStore;
+  nodeId: string;
+  boostIntervalMs: number;
+  withPayload: boolean;
+  clock: Clock;
+}
+
+/** Claims batches for one node. */
+export interface Claimer {
+  /**
+   * Claims up to `limit` due jobs of `types`, in claim order. `dueLevels` are the priority levels where
+   * this node knows rows have just become due (a retry, snooze or delayed enqueue it wrote,
+   * src/logic/due-times.ts): a claimer that does not look everywhere every poll must look there now.
+   */
+  claim(limit: number, types: readonly string[], dueLevels?: readonly number[]): Promise<ClaimedJob[]>;
+  /** New work was announced (a local enqueue or a coordinator hint). */
+  onWakeup(): void;
+  /**
+   * Existing rows went back to PENDING under their old ids: look at everything at the next poll. Only
+   * claimers that look past floors need it (claim cursors); the classic claim sees everything anyway.
+   */
+  requestFullPass?(): void;
+  /** State worth showing in the inspector. */
+  describe(): Record<string, unknown>;
+}
+
+/** Options of {@link ClassicClaimer}: the node's {@link ClaimerOptions}, optionally narrowed to one queue. */
+export interface ClassicClaimerOptions extends ClaimerOptions {
+  /** Claim only jobs of this queue (the claimer of a node's per-queue lane). Absent: every queue. */
+  queue?: string;
+}
+
+/**
+ * The classic path: one full claim statement per poll. With `queue` it is the per-queue claimer of a node
+ * configured with `queues`: the same statement with a queue filter (src/store/claim/claim-jobs.ts).
+ */
+export class ClassicClaimer implements Claimer {
+  private claims = 0;
+
+  constructor(private readonly o: ClassicClaimerOptions) {}
+
+  /** The classic claim looks at every level every poll, so `dueLevels` needs nothing more. */
+  claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
+    this.claims++;
+    return this.o.store.claim({
+      nodeId: this.o.nodeId,
+      limit,
+      types,
+      boostIntervalMs: this.o.boostIntervalMs,
+      withPayload: this.o.withPayload,
+      queue: this.o.queue ?? null,
+    });
+  }
+
+  onWakeup(): void {}
+
+  describe(): Record<string, unknown> {
+    return this.o.queue === undefined
+      ? { kind: "classic", claims: this.claims }
+      : { kind: "classic", queue: this.o.queue, claims: this.claims };
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * Ending attempts, in batches: one statement completes, retries, kills or reschedules any number of
+ * jobs. Every statement only touches rows still RUNNING and picked by the calling node, so a row that
+ * was canceled, or recovered and re-claimed by another node, is never overwritten; the ids that were
+ * actually written are returned so the caller knows which outcomes landed.
+ *
+ * A job that ends (complete, kill) leaves the live table in the same statement: the guarded `DELETE ...
+ * RETURNING` feeds an `INSERT` into the finished table (./finished-sql.ts), so the live table and its
+ * indexes only ever hold live rows. With `succeeded: "delete"` a completion is the DELETE alone (no
+ * result kept), except for flow rows, which move as usual: their flow's trigger counts them as they land.
+ */
+import { errorRecordJson, type ErrorInfo } from "../../logic/outcome-json.js";
+import { insertFinishedSql } from "../jobs/finished-sql.js";
+import { clearLeaseSql, heldBySql } from "../jobs/lease-sql.js";
+import { named, type Queryable, type Tables } from "../../db/sql.js";
+
+export type { ErrorInfo };
+
+/** A successful attempt. */
+export interface Completion {
+  id: string;
+  /** The handler's result as `resultJson()` (logic/outcome-json.ts) serialised it, or null. */
+  resultJson: string | null;
+}
+
+/** A failed attempt that will run again after `delayMs`. */
+export interface Retry {
+  id: string;
+  delayMs: number;
+  error: ErrorInfo;
+}
+
+/** A failed attempt that ends the job in the dead letter queue. */
+export interface Death {
+  id: string;
+  error: ErrorInfo;
+}
+
+/** An attempt handed back without counting it (snooze, shutdown, open breaker, saturated resource). */
+export interface Reschedule {
+  id: string;
+  delayMs: number;
+}
+
+const keepErrors = 20;
+// Appends an error (stamped with database time) and keeps only the newest ones.
+const appendError = (col: string, err: string) =>
+  `(CASE WHEN jsonb_array_length(${col}) >= ${keepErrors} THEN ${col} - 0 ELSE ${col} END) ` +
+  `|| jsonb_build_array(${err} || jsonb_build_object('at', now()))`;
+
+async function ids(res: Promise<{ rows: { id: string }[] }>): Promise<Set<string>> {
+  return new Set((await res).rows.map((r) => r.id));
+}
+
+/** What becomes of a SUCCEEDED row: `keep` moves it to the finished table, `delete` drops it. */
+export type SucceededRetention = "keep" | "delete";
+
+/** The guarded delete of the rows a batch ends: RUNNING under the node (`$3` here), by id. */
+const endRunning = (t: Tables, values: string, node: string, returning: string): string =>
+  `DELETE FROM ${t.jobs} j
+       USING ${values}
+       WHERE j.id = v.id AND ${heldBySql("j", node)}
+       RETURNING ${returning}`;
+
+const completeValues = "unnest($1::bigint[], $2::jsonb[]) AS v(id, result)";
+const succeeded = {
+  status: "'SUCCEEDED'",
+  result: "g.new_result",
+  finished_at: "now()",
+  updated_at: "now()",
+};
+
+/**
+ * Marks jobs SUCCEEDED with their results: moved to the finished table, or (`retention` `delete`) deleted
+ * outright unless they belong to a flow. Returns the ids that were still held by `nodeId`.
+ */
+export function completeJobs(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  items: readonly Completion[],
+  retention: SucceededRetention = "keep",
+): Promise<Set<string>> {
+  if (items.length === 0) return Promise.resolve(new Set());
+  const stmt =
+    retention === "keep"
+      ? named(
+          t,
+          "complete",
+          `WITH gone AS (${endRunning(t, completeValues, "$3", "j.*, v.result AS new_result")})
+           ${insertFinishedSql(t, "g", succeeded, "FROM gone g", "j.id")}`,
+        )
+      : named(
+          t,
+          "complete_delete",
+          // Only flow rows carry the whole row out of the DELETE (as one composite, NULL for the others).
+          `WITH gone AS (
+             ${endRunning(t, completeValues, "$3", "j.id, CASE WHEN j.flow_id IS NOT NULL THEN j END AS r, v.result AS new_result")}
+           ),
+           kept AS (
+             ${insertFinishedSql(t, "(g.r)", succeeded, "FROM gone g WHERE (g.r).id IS NOT NULL")}
+           )
+           SELECT id FROM gone`,
+        );
+  return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => i.resultJson), nodeId])));
+}
+
+/** Puts failed jobs back to PENDING after their backoff, recording the error. */
+export function retryJobs(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  items: readonly Retry[],
+): Promise<Set<string>> {
+  if (items.length === 0) return Promise.resolve(new Set());
+  const stmt = named(
+    t,
+    "retry",
+    `UPDATE ${t.jobs} j
+     SET scheduled_time = now() + v.delay_ms * interval '1 millisecond',
+         errors = ${appendError("j.errors", "v.err")}, ${clearLeaseSql}, updated_at = now()
+     FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS v(id, delay_ms, err)
+     WHERE j.id = v.id AND ${heldBySql("j", "$4")}
+     RETURNING j.id`,
+  );
+  return ids(
+    db.query(
+      stmt([
+        items.map((i) => i.id),
+        items.map((i) => i.delayMs),
+        items.map((i) => errorRecordJson(i.error)),
+        nodeId,
+      ]),
+    ),
+  );
+}
+
+/** Moves failed jobs to the dead letter queue (status DEAD, in the finished table), recording the error. */
+export function killJobs(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  items: readonly Death[],
+): Promise<Set<string>> {
+  if (items.length === 0) return Promise.resolve(new Set());
+  const stmt = named(
+    t,
+    "kill",
+    `WITH gone AS (${endRunning(t, "unnest($1::bigint[], $2::jsonb[]) AS v(id, err)", "$3", "j.*, v.err AS new_err")})
+     ${insertFinishedSql(
+       t,
+       "g",
+       {
+         status: "'DEAD'",
+         errors: appendError("g.errors", "g.new_err"),
+         finished_at: "now()",
+         updated_at: "now()",
+       },
+       "FROM gone g",
+       "j.id",
+     )}`,
+  );
+  return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => errorRecordJson(i.error)), nodeId])));
+}
+
+/**
+ * Hands jobs back to PENDING after `delayMs` without counting the attempt (the claim counted it, so it
+ * is taken back): snooze, drain at shutdown, an open breaker or a saturated resource.
+ */
+export function rescheduleJobs(
+  db: Queryable,
+  t: Tables,
+  nodeId: string,
+  items: readonly Reschedule[],
+): Promise<Set<string>> {
+  if (items.length === 0) return Promise.resolve(new Set());
+  const stmt = named(
+    t,
+    "reschedule",
+    `UPDATE ${t.jobs} j
+     SET scheduled_time = now() + v.delay_ms * interval '1 millisecond',
+         attempts = greatest(0, j.attempts - 1), ${clearLeaseSql}, updated_at = now()
+     FROM unnest($1::bigint[], $2::bigint[]) AS v(id, delay_ms)
+     WHERE j.id = v.id AND ${heldBySql("j", "$3")}
+     RETURNING j.id`,
+  );
+  return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => i.delayMs), nodeId])));
+}
