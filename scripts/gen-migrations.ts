@@ -2,7 +2,7 @@
  * Generates src/store/migrations/migrations.generated.ts from migrations/*.sql, so the published package carries its
  * migrations as code: a bundle or a single-file deploy has no migrations/ folder beside it to read at run
  * time. `npm run gen:migrations` writes the module (the build and `prepare` run it first); with `--check`
- * it only tells whether the module is current (exit 1 when not). test/unit/migrations-generated.test.ts
+ * it only tells whether the module is current (exit 1 when not). test/unit/store/migrations-generated.test.ts
  * fails when someone adds a migration without running it.
  *
  * This script reads the files itself and imports nothing of pawl's, so it still runs when the generated

@@ -127,7 +127,7 @@ export class AmqpCoordinator extends BaseCoordinator {
   private async setupTopology(model: ChannelModel): Promise<void> {
     // Recovery listens to the connection only once setup has returned. Until then a socket error (a
     // reset, the broker's host dying) is emitted on a model nobody listens to, and EventEmitter throws it
-    // into the host as an uncaughtException (reproduced in test/cluster/fault-coordinators.test.ts).
+    // into the host as an uncaughtException (reproduced in test/processes/fault-coordinators.test.ts).
     // The failed channel calls below then make setup throw, and recovery retries.
     model.on("error", (error: Error) =>
       this.log.debug("amqp coordinator: connection error during setup", { error: error.message }),

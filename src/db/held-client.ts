@@ -10,7 +10,7 @@
  * original error), and releases the client as broken (`release(err)`) so the pool drops it instead of
  * handing a dead connection to the next caller. Every fault is also reported on the pool as a
  * {@link CONNECTION_FAULT} event, which the runtime counts. No code of pawl calls `pool.connect()`
- * anywhere else (test/integration/fault-checkout-sites.test.ts enforces it).
+ * anywhere else (test/integration/db/fault-checkout-sites.test.ts enforces it).
  */
 import type { EventEmitter } from "node:events";
 import type pg from "pg";

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { PostgresJobStore } from "../../src/store/postgres-job-store.js";
 import { dropSchema, testPool, uniqueSchema } from "../helpers/db.js";
-import { describeStoreContract } from "../helpers/store-contract.js";
+import { describeStoreContract } from "./store-contract.js";
 
 const pool = testPool();
 const schema = uniqueSchema("store_contract");

@@ -3,7 +3,7 @@
  * `@ts-expect-error` line must fail to compile, so typing that stops rejecting it fails the typecheck
  * (TS2578, unused directive), and every other line must compile, so typing that starts rejecting valid
  * use fails it too. Nothing here runs. The task maps are given per instance (`Pawl<Tasks>`): augmenting
- * `PawlTasks` here would type every other file of the program (test/unit/typed-augmentation.test.ts
+ * `PawlTasks` here would type every other file of the program (test/unit/api/typed-augmentation.test.ts
  * compiles an augmented program of its own).
  */
 import { z } from "zod";

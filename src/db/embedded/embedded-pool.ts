@@ -8,7 +8,7 @@
  * and one connection's BEGIN would take in another's statements. With one connection, statements queue
  * in pg-pool, which is also where a statement waits while a held transaction runs. The catch is that
  * code holding the connection must never wait for a second one: pawl's held transactions run all their
- * statements on the held client (test/embedded/ runs every path that holds one).
+ * statements on the held client (test/integration/db/embedded-*.test.ts run every path that holds one).
  *
  * The pool is built synchronously (createPawl is synchronous) and boots the database in the background:
  * `connect()` (and so `query()`) waits for the boot before pg-pool's connect timeout starts, so the first

@@ -1,0 +1,69 @@
+/**
+ * When an enqueue wakes the other nodes (src/api/enqueue-hints.ts): critical priority, or a single job due
+ * now; the hint carries the highest priority and the type when all jobs share one.
+ */
+import { describe, expect, it } from "vitest";
+import { hintJobOfNew, hintJobOfRow, urgentHint, type HintJob } from "../../../src/api/enqueue-hints.js";
+import type { NewJob } from "../../../src/input/enqueue-input.js";
+
+const job = (type: string, priority: number, due: boolean): HintJob => ({ type, priority, due });
+
+describe("urgentHint", () => {
+  it.each<[string, HintJob[], ReturnType<typeof urgentHint>]>([
+    ["nothing enqueued", [], null],
+    ["one normal job due now", [job("mail", 10, true)], { priority: 10, source: "n", target: "mail" }],
+    ["one normal job for later", [job("mail", 10, false)], null],
+    [
+      "two normal jobs due now (a batch waits for polling)",
+      [job("mail", 10, true), job("mail", 10, true)],
+      null,
+    ],
+    ["a critical job for later", [job("mail", 30, false)], { priority: 30, source: "n", target: "mail" }],
+    [
+      "a batch with one critical job: the highest priority, no single target",
+      [job("mail", 0, true), job("sms", 30, false)],
+      { priority: 30, source: "n" },
+    ],
+    [
+      "a critical batch of one type keeps its target",
+      [job("sms", 30, true), job("sms", 50, true)],
+      { priority: 50, source: "n", target: "sms" },
+    ],
+  ])("%s", (_label, jobs, expected) => {
+    expect(urgentHint(jobs, "n")).toEqual(expected);
+  });
+});
+
+describe("due now", () => {
+  const now = Date.parse("2026-11-30T12:00:00Z");
+  const newJob = (delayMs: number, runAt: Date | null): NewJob => ({
+    type: "t",
+    queue: "default",
+    payloadJson: "{}",
+    priority: 10,
+    runAt,
+    delayMs,
+    timeoutMs: null,
+    maxAttempts: 3,
+    uniqueKey: null,
+  });
+
+  it.each<[string, NewJob, boolean]>([
+    ["no delay", newJob(0, null), true],
+    ["a delay within the 5 ms slack", newJob(5, null), true],
+    ["a longer delay", newJob(6, null), false],
+    ["runAt now", newJob(0, new Date(now)), true],
+    ["runAt 5 ms ahead", newJob(0, new Date(now + 5)), true],
+    ["runAt later", newJob(0, new Date(now + 6)), false],
+  ])("before the insert: %s", (_label, j, due) => {
+    expect(hintJobOfNew(j, now).due).toBe(due);
+  });
+
+  it.each<[string, number, boolean]>([
+    ["scheduled in the past", now - 1000, true],
+    ["scheduled within the slack", now + 5, true],
+    ["scheduled later", now + 6, false],
+  ])("after the insert: %s", (_label, at, due) => {
+    expect(hintJobOfRow({ type: "t", priority: 10, scheduledTime: new Date(at) }, now).due).toBe(due);
+  });
+});
