@@ -13,8 +13,7 @@ import type { Browser, Page } from "playwright-core";
 import { NonRetryableError, type Pawl } from "../../src/index.js";
 import { createConsole, createInspector, createMetrics, serveMetrics } from "../../observability/index.js";
 import type { MetricsServer } from "../../observability/index.js";
-import { setupSchema } from "../helpers/pawl.js";
-import { testNode } from "../helpers/node.js";
+import { setupSchema, testPawl } from "../helpers/pawl.js";
 import { findChromium, launchChromium } from "../../scripts/lib/chromium.js";
 
 /**
@@ -47,7 +46,7 @@ const loadTimes: Record<string, number> = {};
 describe.skipIf(!executablePath)("console in headless Chromium", () => {
   beforeAll(async () => {
     ({ schema, cleanup } = await setupSchema("console"));
-    node = testNode(schema, { breakers: { "pay-api": { failureThreshold: 1, openMs: 600_000 } } });
+    node = testPawl(schema, { breakers: { "pay-api": { failureThreshold: 1, openMs: 600_000 } } });
     node.register("invoice.charge", async () => {
       if (failing) throw new NonRetryableError("card declined by the payment provider");
       return { charged: true };

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { createPawl } from "../../src/index.js";
+import { createPawl, type Pawl } from "../../src/index.js";
 import type { PawlConfig } from "../../src/input/config.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "./db.js";
 
@@ -24,7 +24,39 @@ export async function setupSchema(prefix = "t"): Promise<{
   };
 }
 
-/** createPawl against the test database and a given schema. */
-export function testPawl(schema: string, config: PawlConfig = {}) {
-  return createPawl({ connectionString: databaseUrl, schema, ...config });
+/**
+ * A pawl on the test database and `schema`: a client, or a node once started. Unless the test sets its
+ * own, it runs 4 slots and polls fast: empty polls back off at most to 500 ms (production backs off to
+ * 30 s), so a job rescheduled a moment ahead is picked up promptly even on a loaded machine; a test that
+ * sets its own pollIntervalMs above that keeps it (the bounds are lifted to fit). With `queues` the
+ * concurrency is left to them (pawl requires the two to agree). `{ pawlDefaults: true }` leaves every
+ * setting at pawl's own default, for a test of what the defaults do.
+ */
+export function testPawl(
+  schema: string,
+  config: PawlConfig = {},
+  options: { pawlDefaults?: boolean } = {},
+): Pawl {
+  if (options.pawlDefaults) return createPawl({ connectionString: databaseUrl, schema, ...config });
+  return createPawl({
+    connectionString: databaseUrl,
+    schema,
+    ...(config.queues === undefined ? { concurrency: 4 } : {}),
+    pollIntervalMs: 50,
+    completionFlushMs: 1,
+    polling: { maxDelayMs: 500, deepIdleDelayMs: 500 },
+    ...config,
+  } as PawlConfig);
+}
+
+/**
+ * Starts `node` and waits until its coordinator is connected (for Hazelcast: subscribed). start() alone
+ * resolves after the coordinator's `startTimeoutMs` (3 s) when the first connect is slow, as it can be on
+ * a loaded machine, and a hint published or sent meanwhile is dropped by design: a test of delivery
+ * waits for the connection first.
+ */
+export async function startConnected(node: Pawl, timeoutMs = 20_000): Promise<void> {
+  const connected = node.events.next("coordinator:connected", undefined, timeoutMs);
+  await node.start();
+  await connected;
 }

@@ -12,7 +12,6 @@ import type { ExplainReason } from "../../../src/logic/explain.js";
 import { describeReason } from "../../../src/logic/explain-text.js";
 import { main } from "../../../src/cli/main.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
 import { databaseUrl } from "../../helpers/db.js";
 
 let schema: string;
@@ -36,8 +35,8 @@ afterAll(async () => {
 });
 
 /** A started node; its heartbeat is beaten once more by {@link beat} when a test needs fresh facts. */
-async function node(setup: (n: Pawl) => void, config: Parameters<typeof testNode>[1] = {}): Promise<Pawl> {
-  const n = testNode(schema, config);
+async function node(setup: (n: Pawl) => void, config: Parameters<typeof testPawl>[1] = {}): Promise<Pawl> {
+  const n = testPawl(schema, config);
   setup(n);
   nodes.push(n);
   await n.start();

@@ -9,8 +9,7 @@ import type pg from "pg";
 import { CompiledQuery, Kysely, PostgresDialect, type Transaction } from "kysely";
 import type { Pawl, SqlClient } from "../../../src/index.js";
 import { ValidationError } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 type Db = Record<string, { id: number }>;
 
@@ -24,7 +23,7 @@ beforeAll(async () => {
   ({ schema, pool, cleanup } = await setupSchema("flowcl"));
   db = new Kysely({ dialect: new PostgresDialect({ pool }) });
   await pool.query(`CREATE TABLE "${schema}".orders (id integer PRIMARY KEY)`);
-  node = testNode(schema, { coordinator: "postgres" });
+  node = testPawl(schema, { coordinator: "postgres" });
   node.register("fc.step", async (p: { n: number }) => ({ n: p.n + 1 }));
   node.register("fc.add", async (_p: unknown, ctx) => {
     const previous = (await ctx.flow())?.previous as { n: number } | undefined;

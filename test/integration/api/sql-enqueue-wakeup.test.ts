@@ -10,8 +10,7 @@ import pg from "pg";
 import type { Pawl } from "../../../src/index.js";
 import { encodeHint, postgresChannelName } from "../../../coordinators/index.js";
 import { databaseUrl } from "../../helpers/db.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -115,7 +114,7 @@ describe("the SQL enqueue's wakeup", () => {
 
   it("wakes an idle node listening with the postgres coordinator", async () => {
     const type = `sql-woken-${randomBytes(3).toString("hex")}`;
-    const node = testNode(schema, {
+    const node = testPawl(schema, {
       coordinator: "postgres",
       pollIntervalMs: 30_000,
       cancelRecheckMs: 600_000,

@@ -18,8 +18,7 @@ import {
   type PawlConfig,
 } from "../../../src/index.js";
 import { databaseUrl } from "../../helpers/db.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -68,7 +67,7 @@ function countingPool(): {
 }
 
 function worker(config: PawlConfig = {}): Pawl {
-  const node = testNode(schema, config);
+  const node = testPawl(schema, config);
   closers.push(node);
   return node;
 }
@@ -93,7 +92,7 @@ describe("waitFor with the postgres coordinator", () => {
       return { doubled: p.n * 2 };
     });
     await a.start();
-    const b = testNode(schema, { coordinator: "postgres" }); // never started: it only waits
+    const b = testPawl(schema, { coordinator: "postgres" }); // never started: it only waits
     closers.push(b);
     const c = client({ coordinator: "postgres" });
     await Promise.all([connected(b), connected(c)]);

@@ -7,8 +7,7 @@ import type pg from "pg";
 import { ManualClock } from "../../../src/core/clock.js";
 import type { Logger } from "../../../src/core/logger.js";
 import type { Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { clusterNode, fixedLag } from "../../processes/helpers.js";
 
 let schema: string;
@@ -93,7 +92,7 @@ describe("heartbeat", () => {
   });
 
   it("the loop keeps beating on its interval and tracks since when beats succeed", async () => {
-    const node = testNode(schema, { nodeId: "hb-loop", deadNodeThresholdMs: 600, heartbeatIntervalMs: 100 });
+    const node = testPawl(schema, { nodeId: "hb-loop", deadNodeThresholdMs: 600, heartbeatIntervalMs: 100 });
     ends.push(() => node.close());
     let beats = 0;
     const three = new Promise<void>((resolve) =>
@@ -134,7 +133,7 @@ describe("clock skew", () => {
   });
 
   it("reports no skew for a synchronised clock, and exposes it in cluster()", async () => {
-    const node: Pawl = testNode(schema, { nodeId: "in-sync" });
+    const node: Pawl = testPawl(schema, { nodeId: "in-sync" });
     ends.push(() => node.close());
     await node.start();
     const view = await node.cluster();

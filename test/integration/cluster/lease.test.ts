@@ -9,8 +9,7 @@ import { performance } from "node:perf_hooks";
 import { ManualClock } from "../../../src/core/clock.js";
 import type { Pawl } from "../../../src/index.js";
 import { PostgresJobStore } from "../../../src/store/postgres-job-store.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { clusterNode } from "../../processes/helpers.js";
 
 let schema: string;
@@ -101,7 +100,7 @@ describe("singleton work under competition", () => {
   });
 
   it("never runs on two nodes at once (no overlapping critical sections)", async () => {
-    nodes = ["c1", "c2", "c3", "c4"].map((nodeId) => testNode(schema, { nodeId, maxConnections: 3 }));
+    nodes = ["c1", "c2", "c3", "c4"].map((nodeId) => testPawl(schema, { nodeId, maxConnections: 3 }));
     await Promise.all(nodes.map((n) => n.start()));
     const sections: { node: string; start: number; end: number }[] = [];
     let inside = 0;

@@ -5,8 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import type { Pawl } from "../../../src/index.js";
 import { completeJobs } from "../../../src/store/outcomes/finish-jobs.js";
 import { tablesFor } from "../../../src/db/sql.js";
@@ -232,7 +231,7 @@ describe("with started nodes", () => {
     });
     const stale = await insertRunning(pool, schema, "restarted", 3, { type: "never-registered-type" });
     await insertPermit(pool, schema, "gpu", stale[0]!, "restarted");
-    const node = testNode(schema, { nodeId: "restarted" });
+    const node = testPawl(schema, { nodeId: "restarted" });
     nodes.push(node);
     const recovered = node.events.next("cluster:orphans-recovered", (e) => e.startup);
     await node.start();
@@ -247,7 +246,7 @@ describe("with started nodes", () => {
   });
 
   it("a live node keeps its running jobs through sweeps and finishes them", async () => {
-    const live = testNode(schema, { nodeId: "live-worker", deadNodeThresholdMs: 3000 });
+    const live = testPawl(schema, { nodeId: "live-worker", deadNodeThresholdMs: 3000 });
     nodes.push(live);
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -283,7 +282,7 @@ describe("with started nodes", () => {
       `UPDATE "${schema}".scheduler_job_queue SET scheduled_time = now() - interval '1 hour' WHERE id = $1`,
       [orphan],
     );
-    const node = testNode(schema, {
+    const node = testPawl(schema, {
       nodeId: "idle-sweeper",
       deadNodeThresholdMs: 1000,
       orphanSweepIntervalMs: 100,
@@ -308,15 +307,15 @@ describe("with started nodes", () => {
   });
 
   it("refuses to start a second node under the same id in one process", async () => {
-    const a = testNode(schema, { nodeId: "twin" });
-    const b = testNode(schema, { nodeId: "twin" });
+    const a = testPawl(schema, { nodeId: "twin" });
+    const b = testPawl(schema, { nodeId: "twin" });
     nodes.push(a, b);
     await a.start();
     await expect(b.start()).rejects.toThrow(/already running in this process/);
   });
 
   it("a stopped node leaves the cluster; its row is gone", async () => {
-    const a = testNode(schema, { nodeId: "leaver" });
+    const a = testPawl(schema, { nodeId: "leaver" });
     nodes.push(a);
     await a.start();
     expect((await a.cluster()).nodes.map((n) => n.nodeId)).toContain("leaver");

@@ -6,7 +6,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { ValidationError, type Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
 import { clusterNode } from "../../processes/helpers.js";
 
 let schema: string;
@@ -142,7 +141,7 @@ describe("firing", () => {
   it("three competing Pawl nodes create exactly one child per fire (controlled clock)", async () => {
     // Started nodes on pools of their own. Their own loops run on real time; the schedule is daily, so
     // only the controlled passes below (one simulated day apart) find it due.
-    const nodes = ["s1", "s2", "s3"].map((nodeId) => testNode(schema, { nodeId, maxConnections: 3 }));
+    const nodes = ["s1", "s2", "s3"].map((nodeId) => testPawl(schema, { nodeId, maxConnections: 3 }));
     ends.push(() => Promise.all(nodes.map((n) => n.close())).then(() => {}));
     await Promise.all(nodes.map((n) => n.start()));
     const s = await client.schedule("daily-report", "30 2 * * *", { report: true }, { priority: "high" });
@@ -226,7 +225,7 @@ describe("firing", () => {
   });
 
   it("a started node fires due schedules and runs the children", async () => {
-    const node = testNode(schema, { nodeId: "runner", recurringCheckIntervalMs: 50 });
+    const node = testPawl(schema, { nodeId: "runner", recurringCheckIntervalMs: 50 });
     ends.push(() => node.close());
     const ran: unknown[] = [];
     node.register("tick", async (payload) => {

@@ -3,7 +3,7 @@
  * and waiting for an event on any of them.
  */
 import type { Pawl, PawlConfig, PawlEventName, PawlEvents } from "../../../src/index.js";
-import { testNode } from "../../helpers/node.js";
+import { testPawl } from "../../helpers/pawl.js";
 
 /** Resolves with the first `name` event matching `predicate` on any of `nodes`. */
 export function onAny<E extends PawlEventName>(
@@ -64,7 +64,7 @@ export async function startNodes(
   // is found promptly whatever the test did before.
   const polling = { maxDelayMs: 200, deepIdleDelayMs: 200 };
   const nodes = Array.from({ length: n }, (_, i) =>
-    testNode(schema, { nodeId: `${schema}-n${i}`, polling, ...config }),
+    testPawl(schema, { nodeId: `${schema}-n${i}`, polling, ...config }),
   );
   nodes.forEach(setup);
   await Promise.all(nodes.map((node) => node.start()));

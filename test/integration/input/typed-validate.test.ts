@@ -7,8 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { z } from "zod";
 import type { Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -33,7 +32,7 @@ async function rowsOfType(type: string): Promise<{ status: string }[]> {
 
 describe("a Standard Schema as validate", () => {
   it("rejects a bad payload at enqueue with VALIDATION_FAILED, naming the issue, and writes nothing", async () => {
-    const node = (n = testNode(schema));
+    const node = (n = testPawl(schema));
     node.register("typed.email", async (p) => p.to, { validate: emailSchema });
     const error = await node.enqueue("typed.email", { to: 42 }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "VALIDATION_FAILED" });
@@ -50,7 +49,7 @@ describe("a Standard Schema as validate", () => {
   });
 
   it("sends a stored bad payload to DEAD before the attempt, without running the handler", async () => {
-    const node = (n = testNode(schema));
+    const node = (n = testPawl(schema));
     let ran = 0;
     node.register(
       "typed.stored",
@@ -76,7 +75,7 @@ describe("a Standard Schema as validate", () => {
   });
 
   it("rejects the payload of a schema that validates asynchronously, saying why", async () => {
-    const node = (n = testNode(schema));
+    const node = (n = testPawl(schema));
     const asyncSchema = z.object({ id: z.number() }).refine(async (p) => p.id > 0);
     node.register("typed.async", async () => 1, { validate: asyncSchema });
     const error = await node.enqueue("typed.async", { id: 1 }).catch((e: unknown) => e);
@@ -85,7 +84,7 @@ describe("a Standard Schema as validate", () => {
   });
 
   it("refuses a validate that is neither a function nor a Standard Schema", () => {
-    const node = (n = testNode(schema));
+    const node = (n = testPawl(schema));
     expect(() =>
       node.register("typed.bad", async () => 1, { validate: { parse: () => true } as never }),
     ).toThrow(/function or a Standard Schema/);

@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -19,7 +18,7 @@ afterEach(async () => {
 
 describe("circuit breaker", () => {
   it("opens, reschedules without using an attempt, half-opens and closes on a good trial", async () => {
-    n = testNode(schema, {
+    n = testPawl(schema, {
       concurrency: 1,
       breakers: { svc: { failureThreshold: 2, minimumCalls: 100, openMs: 400, halfOpenTrials: 1 } },
     });
@@ -65,7 +64,7 @@ describe("circuit breaker", () => {
 
 describe("resource permits", () => {
   it("reschedules a job whose resource is saturated, without using an attempt, and frees permits", async () => {
-    n = testNode(schema, { concurrency: 2, resources: { "smtp-pool": 1 }, permitRetryDelayMs: 150 });
+    n = testPawl(schema, { concurrency: 2, resources: { "smtp-pool": 1 }, permitRetryDelayMs: 150 });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     n.register(
@@ -98,7 +97,7 @@ describe("resource permits", () => {
 
 describe("payload validation at run time", () => {
   it("sends a job whose payload the type rejects straight to DEAD without running it", async () => {
-    n = testNode(schema);
+    n = testPawl(schema);
     let ran = 0;
     n.register("validated", async () => ran++, {
       validate: (p) => (typeof (p as { n?: unknown }).n === "number" ? true : "n must be a number"),

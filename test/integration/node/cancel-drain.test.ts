@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { JobContext, Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -17,8 +16,8 @@ afterEach(async () => {
   for (const n of nodes.splice(0)) await n.close();
 });
 
-function node(config: Parameters<typeof testNode>[1] = {}): Pawl {
-  const n = testNode(schema, config);
+function node(config: Parameters<typeof testPawl>[1] = {}): Pawl {
+  const n = testPawl(schema, config);
   nodes.push(n);
   return n;
 }

@@ -3,8 +3,7 @@ import type pg from "pg";
 import { createPawl, ValidationError, type Pawl } from "../../../src/index.js";
 import { ClassicClaimer } from "../../../src/store/claim/claimer.js";
 import { CursorClaimer } from "../../../src/store/claim/claim-cursor.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { databaseUrl } from "../../helpers/db.js";
 
 let schema: string;
@@ -23,13 +22,13 @@ afterEach(async () => {
 
 describe("claim cursors in the runtime", () => {
   it("are on by default; claimCursors: false restores the classic claimer", async () => {
-    node = testNode(schema, { claimCursorFullDiscoveryMaxMs: 45_000 });
+    node = testPawl(schema, { claimCursorFullDiscoveryMaxMs: 45_000 });
     await node.start();
     expect(node.nodeRuntime?.claimer).toBeInstanceOf(CursorClaimer);
     // The backoff cap reaches the claimer.
     expect(node.nodeRuntime?.claimer.describe()).toMatchObject({ fullDiscoveryMaxMs: 45_000 });
     await node.close();
-    node = testNode(schema, { claimCursors: false });
+    node = testPawl(schema, { claimCursors: false });
     node.register("classic", async () => "ok");
     await node.start();
     expect(node.nodeRuntime?.claimer).toBeInstanceOf(ClassicClaimer);
@@ -88,7 +87,7 @@ describe("claim cursors in the runtime", () => {
     await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished`);
     const levels = [0, 10, 20, 50, 100];
     const now = Date.now();
-    node = testNode(schema, { concurrency: 8 });
+    node = testPawl(schema, { concurrency: 8 });
     const runs = new Map<string, number>();
     node.register(
       "mixed",

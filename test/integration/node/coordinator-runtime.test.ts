@@ -4,8 +4,7 @@ import pg from "pg";
 import type { Pawl } from "../../../src/index.js";
 import { decodeHint, encodeHint, postgresChannelName, type WakeupHint } from "../../../coordinators/index.js";
 import { databaseUrl } from "../../helpers/db.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { startConnected, testNode } from "../../helpers/node.js";
+import { setupSchema, startConnected, testPawl } from "../../helpers/pawl.js";
 import { ensureHazelcast, sharedMember } from "../../helpers/hazelcast.js";
 
 let schema: string;
@@ -31,8 +30,8 @@ const transports = () => [
   `hazelcast://${sharedMember.address}?cluster=${sharedMember.cluster}&topic=crt-${tag}`,
 ];
 
-function node(coordinator: string, config: Parameters<typeof testNode>[1] = {}): Pawl {
-  const n = testNode(schema, { coordinator, ...config });
+function node(coordinator: string, config: Parameters<typeof testPawl>[1] = {}): Pawl {
+  const n = testPawl(schema, { coordinator, ...config });
   nodes.push(n);
   return n;
 }

@@ -26,7 +26,7 @@ afterEach(async () => {
 
 /** A node with every default (no coordinator, claim cursors on, adaptive polling from 2 s). */
 async function idleNode(register: (n: Pawl) => void): Promise<Pawl> {
-  const n = testPawl(schema);
+  const n = testPawl(schema, {}, { pawlDefaults: true });
   nodes.push(n);
   register(n);
   const firstPoll = n.events.next("poll");

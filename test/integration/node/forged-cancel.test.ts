@@ -12,8 +12,7 @@ import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { postgresChannelName } from "../../../coordinators/index.js";
 import type { JobContext, Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { startConnected, testNode } from "../../helpers/node.js";
+import { setupSchema, startConnected, testPawl } from "../../helpers/pawl.js";
 import { ensureHazelcast, sharedMember } from "../../helpers/hazelcast.js";
 
 let schema: string;
@@ -88,8 +87,8 @@ const forgedCancel = (jobId: string) =>
   JSON.stringify({ pawl: 1, kind: "cancel", priority: 0, source: "x", jobId });
 const marker = (source: string) => JSON.stringify({ pawl: 1, kind: "work", priority: 0, source });
 
-function node(coordinator: string, config: Parameters<typeof testNode>[1] = {}): Pawl {
-  const n = testNode(schema, {
+function node(coordinator: string, config: Parameters<typeof testPawl>[1] = {}): Pawl {
+  const n = testPawl(schema, {
     coordinator,
     // The periodic cancel check is ten minutes out: whatever reaches an attempt here came by a hint.
     cancelRecheckMs: 600_000,

@@ -8,8 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Pawl, PawlConfig } from "../../../src/index.js";
 import { jobDetail } from "../../../src/cli/format.js";
 import { databaseUrl } from "../../helpers/db.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -52,7 +51,7 @@ function countingNode(config: PawlConfig = {}): {
     }
     return result;
   };
-  const node = testNode(schema, { pool: p, ...config });
+  const node = testPawl(schema, { pool: p, ...config });
   closers.push({ close: () => p.end() }, node);
   return { node, writes: () => writes, onWrite: (fn) => listeners.push(fn) };
 }

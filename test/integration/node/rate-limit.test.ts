@@ -7,8 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { actorsView } from "../../../observability/actor-view.js";
 import { PostgresJobStore } from "../../../src/store/postgres-job-store.js";
 
@@ -56,7 +55,7 @@ function busiestWindow(times: readonly number[], perMs: number): number {
 
 describe("rate limits", () => {
   it("starts at most `limit` attempts per window; refused jobs wait without using an attempt", async () => {
-    n = testNode(schema, { concurrency: 8 });
+    n = testPawl(schema, { concurrency: 8 });
     const ran: string[] = [];
     n.register("limited", async (p: { i: number }) => void ran.push(String(p.i)), {
       rateLimit: { limit: 5, perMs: 500 },
@@ -102,7 +101,7 @@ describe("rate limits", () => {
   });
 
   it("a key function gives each value its own window; a bad key costs its job alone", async () => {
-    n = testNode(schema, { concurrency: 4 });
+    n = testPawl(schema, { concurrency: 4 });
     n.register("per-tenant", async (p: { tenant: unknown }) => p.tenant, {
       rateLimit: {
         limit: 2,
@@ -159,7 +158,7 @@ describe("rate limits", () => {
   });
 
   it("a queue's limit counts the jobs of every type in the queue", async () => {
-    n = testNode(schema, { concurrency: 4, queueRateLimits: { slow: { limit: 3, perMs: 60_000 } } });
+    n = testPawl(schema, { concurrency: 4, queueRateLimits: { slow: { limit: 3, perMs: 60_000 } } });
     n.register("x", async () => "x", { queue: "slow" });
     n.register("y", async () => "y", { queue: "slow" });
     await n.start();
@@ -178,14 +177,14 @@ describe("rate limits", () => {
   });
 
   it("bad configuration is a clear error at register() and createPawl", () => {
-    const node = testNode(schema);
+    const node = testPawl(schema);
     expect(() => node.register("t", async () => 1, { rateLimit: { limit: 0, perMs: 1000 } })).toThrow(
       "rateLimit of t: limit must be an integer from 1 to 100000, got 0",
     );
     expect(() =>
       node.register("t", async () => 1, { rateLimit: { limit: 1, perMs: 1000, key: "k" as never } }),
     ).toThrow("rateLimit of t: key must be a function of the payload");
-    expect(() => testNode(schema, { queueRateLimits: { mail: { limit: 5, perMs: 0 } } })).toThrow(
+    expect(() => testPawl(schema, { queueRateLimits: { mail: { limit: 5, perMs: 0 } } })).toThrow(
       "queueRateLimits.mail: perMs must be an integer from 1 to 2147483647, got 0",
     );
     void node.close();

@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Discard, NonRetryableError, Snooze, type Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let cleanup: () => Promise<void>;
@@ -19,7 +18,7 @@ const fast = { retry: { baseMs: 1, factor: 1, maxMs: 1, jitter: 0 } };
 
 describe("runtime", () => {
   it("runs a job to SUCCEEDED and stores its result", async () => {
-    node = testNode(schema);
+    node = testPawl(schema);
     node.register("ok", async (payload: { n: number }, ctx) => ({
       doubled: payload.n * 2,
       attempt: ctx.attempt,
@@ -35,7 +34,7 @@ describe("runtime", () => {
   });
 
   it("retries a failing job and then succeeds", async () => {
-    node = testNode(schema);
+    node = testPawl(schema);
     let calls = 0;
     node.register(
       "flaky",
@@ -58,7 +57,7 @@ describe("runtime", () => {
   });
 
   it("ends DEAD after max attempts, straight away for non-retryable errors and Discard", async () => {
-    node = testNode(schema);
+    node = testPawl(schema);
     node.register(
       "always-fails",
       async () => {
@@ -101,7 +100,7 @@ describe("runtime", () => {
   });
 
   it("snoozes without counting the attempt", async () => {
-    node = testNode(schema);
+    node = testPawl(schema);
     let calls = 0;
     node.register("sleepy", async () => {
       calls++;
@@ -139,7 +138,7 @@ describe("runtime", () => {
       'non-error thrown: {"code":42}',
     ],
   ])("records a handler that %s as a failure", async (_name, handler, message) => {
-    node = testNode(schema);
+    node = testPawl(schema);
     node.register("bad-" + _name.replace(/\s/g, "-"), handler as () => never, { maxAttempts: 1 });
     await node.start();
     const job = await node.enqueue("bad-" + _name.replace(/\s/g, "-"), {});

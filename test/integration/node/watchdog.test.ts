@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CancellationRequestedError, JobContext, type Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let cleanup: () => Promise<void>;
@@ -20,7 +19,7 @@ const never = () => new Promise<never>(() => {});
 
 describe("watchdog", () => {
   it("warns at the soft threshold and lets a job that finishes in time succeed", async () => {
-    node = testNode(schema, { watchdog: { softTimeoutPercent: 25 } });
+    node = testPawl(schema, { watchdog: { softTimeoutPercent: 25 } });
     node.register(
       "slowish",
       async (_p, ctx) => {
@@ -39,7 +38,7 @@ describe("watchdog", () => {
   });
 
   it("aborts a handler that never settles at the hard deadline: a timeout, retried then DEAD", async () => {
-    node = testNode(schema);
+    node = testPawl(schema);
     const signals: AbortSignal[] = [];
     node.register(
       "stuck",
@@ -68,7 +67,7 @@ describe("watchdog", () => {
       node.events.next("watchdog:cancel-request", (e) => e.job.id === ctx.jobId);
 
     it("a stop at the safe point after the request is a timeout, without a hard abort", async () => {
-      node = testNode(schema, grace);
+      node = testPawl(schema, grace);
       node.register(
         "units",
         async (_p, ctx) => {
@@ -89,7 +88,7 @@ describe("watchdog", () => {
     });
 
     it("one wrapped as the cause of another error counts too", async () => {
-      node = testNode(schema, grace);
+      node = testPawl(schema, grace);
       node.register(
         "wrapped",
         async (_p, ctx) => {
@@ -104,7 +103,7 @@ describe("watchdog", () => {
     });
 
     it("one created before the request is an ordinary failure", async () => {
-      node = testNode(schema, grace);
+      node = testPawl(schema, grace);
       node.register(
         "early",
         async (_p, ctx) => {
@@ -120,7 +119,7 @@ describe("watchdog", () => {
     });
 
     it("one kept from an earlier attempt is an ordinary failure", async () => {
-      node = testNode(schema, grace);
+      node = testPawl(schema, grace);
       let kept: CancellationRequestedError | null = null;
       node.register(
         "kept",
@@ -141,7 +140,7 @@ describe("watchdog", () => {
     });
 
     it("returning normally after the request is a success", async () => {
-      node = testNode(schema, grace);
+      node = testPawl(schema, grace);
       node.register(
         "finisher",
         async (_p, ctx) => {

@@ -13,7 +13,6 @@ import { searchJobs } from "../../../src/store/operator/job-search-sql.js";
 import { tablesFor, type Tables } from "../../../src/db/sql.js";
 import { layoutFlowGraph } from "../../../observability/console/flow-graph.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -34,7 +33,7 @@ afterAll(async () => {
 describe("readOverview", () => {
   it("counts by status, queue and type, finds the oldest due job across priorities, and counts the last hour", async () => {
     // A node runs one success and one death, so the finished table has an hour's outcomes.
-    const node = testNode(schema);
+    const node = testPawl(schema);
     node.register("ok.run", async () => ({}));
     node.register("bad.run", async () => {
       throw new NonRetryableError("no");
@@ -143,7 +142,7 @@ describe("searchJobs", () => {
   it("finds text in payloads, newest first, within a bounded window that the next page continues", async () => {
     const type = "search.doc";
     // A finished job is found too (the view of both tables).
-    const node = testNode(schema);
+    const node = testPawl(schema);
     node.register("search.done", async () => ({}));
     await node.start();
     const done = await node.enqueue("search.done", { note: "acme, finished" });

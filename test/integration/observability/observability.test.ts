@@ -21,8 +21,7 @@ import {
   type Inspector,
   type PawlMetrics,
 } from "../../../observability/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 const token = "t0ken-" + randomBytes(4).toString("hex");
 const bus = `obs-${randomBytes(4).toString("hex")}`;
@@ -98,7 +97,7 @@ async function cli(argv: string[]) {
 
 beforeAll(async () => {
   ({ schema, pool, cleanup } = await setupSchema("obs"));
-  a = testNode(schema, {
+  a = testPawl(schema, {
     nodeId: "obs-a",
     concurrency: 4,
     coordinator: `in-memory://${bus}`,
@@ -141,7 +140,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // The second node only enqueues: it shares the schema and the coordinator bus.
-  b = testNode(schema, { nodeId: "obs-b", coordinator: `in-memory://${bus}` });
+  b = testPawl(schema, { nodeId: "obs-b", coordinator: `in-memory://${bus}` });
 });
 
 afterAll(async () => {

@@ -24,8 +24,7 @@ import {
   type StatelyBridge,
 } from "../../../observability/index.js";
 import { loadStatelyModules } from "../../../observability/stately-bridge.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 type Message = {
   type: string;
@@ -106,7 +105,7 @@ async function freePort(): Promise<number> {
 
 beforeAll(async () => {
   ({ schema, cleanup } = await setupSchema("stately"));
-  node = testNode(schema, { concurrency: 1 });
+  node = testPawl(schema, { concurrency: 1 });
   node.register("bridge.ok", async () => ({ apiKey: "sk-live-0123456789", blob: huge }));
   node.register(
     "bridge.fail",
@@ -228,7 +227,7 @@ describe("connectStatelyInspector", () => {
 
   it("connected before start(), it follows the node once it starts", async () => {
     const r = await relay();
-    const later = testNode(schema, { concurrency: 1 });
+    const later = testPawl(schema, { concurrency: 1 });
     const bridge = await connectStatelyInspector(later, { url: r.url });
     try {
       await vi.waitFor(() => expect(bridge.connected).toBe(true));

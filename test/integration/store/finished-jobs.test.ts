@@ -10,7 +10,6 @@ import { jobTableColumns } from "../../../src/store/jobs/finished-sql.js";
 import { pruneBatch } from "../../../src/store/cluster/prune-sql.js";
 import { tablesFor } from "../../../src/db/sql.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -178,7 +177,7 @@ describe("keepSucceeded: false", () => {
 
   it("deletes a succeeded job's row, keeps DEAD ones, and a flow still counts its members and completes", async () => {
     const ran: string[] = [];
-    node = testNode(schema, { keepSucceeded: false, concurrency: 4 });
+    node = testPawl(schema, { keepSucceeded: false, concurrency: 4 });
     node.register("del.ok", async () => "kept nowhere");
     node.register("del.fail", async () => {
       throw new Error("always");

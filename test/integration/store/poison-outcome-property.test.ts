@@ -7,8 +7,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { expectedResult, outcomeValue } from "../../unit/logic/outcome-arbitraries.js";
 
 let cleanup: () => Promise<void>;
@@ -19,7 +18,7 @@ const failures: string[] = [];
 beforeAll(async () => {
   let schema: string;
   ({ schema, cleanup } = await setupSchema("poisonp"));
-  node = testNode(schema, { concurrency: 8 });
+  node = testPawl(schema, { concurrency: 8 });
   node.register("returns", async (p: { key: string }) => values.get(p.key));
   node.register(
     "throws",

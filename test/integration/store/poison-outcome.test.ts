@@ -7,8 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { Pawl, PawlEvents } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -71,7 +70,7 @@ async function running(): Promise<number> {
 
 describe("a poison outcome costs one job at most", () => {
   it("stores a result with a NUL as null, next to an ordinary job that is not held up", async () => {
-    node = testNode(schema);
+    node = testPawl(schema);
     node.register("nul-result", async () => "a\u0000b");
     node.register("plain", async () => ({ ok: true }));
     const settled = outcomes(node);
@@ -90,7 +89,7 @@ describe("a poison outcome costs one job at most", () => {
   });
 
   it("stores results with a NUL key, a lone surrogate or a BigInt as null; the others as they are", async () => {
-    node = testNode(schema, { concurrency: 8 });
+    node = testPawl(schema, { concurrency: 8 });
     const results: Record<string, unknown> = {
       "nul-key": { ["k\u0000"]: 1, fine: "yes" },
       "lone-high": { text: "x\ud800y" },
@@ -121,7 +120,7 @@ describe("a poison outcome costs one job at most", () => {
   });
 
   it("records an error message with a NUL sanitised, and later failing jobs on the node are not held up", async () => {
-    node = testNode(schema);
+    node = testPawl(schema);
     node.register(
       "nul-error",
       async () => {
@@ -157,7 +156,7 @@ describe("a poison outcome costs one job at most", () => {
   });
 
   it("records a circular thrown object with its message, name and fields", async () => {
-    node = testNode(schema);
+    node = testPawl(schema);
     node.register(
       "throws-circular",
       async () => {

@@ -10,8 +10,7 @@ import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { JobContext, PawlClient, Snooze, type Pawl, type PawlConfig } from "../../../src/index.js";
 import { databaseUrl } from "../../helpers/db.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { testNode } from "../../helpers/node.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { startTestTracing, type TestTracing } from "../../helpers/tracing.js";
 
 let schema: string;
@@ -35,7 +34,7 @@ afterEach(async () => {
 });
 
 function node(config: PawlConfig = {}): Pawl {
-  const n = testNode(schema, { keepSucceeded: true, ...config });
+  const n = testPawl(schema, { keepSucceeded: true, ...config });
   nodes.push(n);
   return n;
 }
