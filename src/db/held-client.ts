@@ -45,8 +45,18 @@ export function reportConnectionFault(pool: pg.Pool, fault: ConnectionFault): vo
 export function onConnectionFault(pool: pg.Pool, listener: (fault: ConnectionFault) => void): () => void {
   // pg's typings list only pg-pool's own events; the pool is a plain EventEmitter underneath.
   const emitter: EventEmitter = pool;
+  // Every node on a shared pool (a pool the user passes to several instances) listens here: each of
+  // pawl's listeners raises the limit by one, so they never trip Node's leak warning on the host's pool.
+  const limited = emitter.getMaxListeners() > 0;
+  if (limited) emitter.setMaxListeners(emitter.getMaxListeners() + 1);
   emitter.on(CONNECTION_FAULT, listener);
-  return () => emitter.removeListener(CONNECTION_FAULT, listener);
+  let subscribed = true;
+  return () => {
+    if (!subscribed) return;
+    subscribed = false;
+    emitter.removeListener(CONNECTION_FAULT, listener);
+    if (limited && emitter.getMaxListeners() > 0) emitter.setMaxListeners(emitter.getMaxListeners() - 1);
+  };
 }
 
 /** A checked-out client as the operation sees it: queries fail once its connection has failed. */
