@@ -11,6 +11,10 @@
  *             --latency [--coordinator none|postgres|amqp|hazelcast[,...]]   two processes (issue 4);
  *                                                                           default coordinator: postgres
  *             --soak [--soak-jobs 1000000] [--soak-chunk 50000]             memory of a 1M-job drain
+ *             --curves [--axes backlog,finished,processes,payload,queues,idle] [--plots docs/plots]
+ *                                         rate against the due backlog, finished rows, payload size and
+ *                                         queues (beside graphile-worker tuned where it has the axis), and
+ *                                         the idle cost per node; SVG plots into --plots (curves.ts)
  *             --graveyard                 idle-poll and claim cost over 200,000 dead tuples, with and
  *                                         without claim cursors (database pawl_graveyard, or
  *                                         GRAVEYARD_DATABASE_URL)
@@ -68,6 +72,9 @@ const { values: flags } = parseArgs({
     "soak-chunk": { type: "string", default: "50000" },
     // Hook for the claim-cursor benchmark of issue 7, which belongs to the claim-cursor work.
     graveyard: { type: "boolean", default: false },
+    curves: { type: "boolean", default: false },
+    axes: { type: "string" },
+    plots: { type: "string" },
     jobs: { type: "string" },
     "mixed-jobs": { type: "string" },
     concurrency: { type: "string", default: "10" },
@@ -103,6 +110,21 @@ if (flags.graveyard) {
     ...(flags.json ? { log: () => {} } : {}),
   });
   if (flags.json) console.log(JSON.stringify(result, null, 2));
+  process.exit(0);
+}
+
+if (flags.curves) {
+  const { CURVE_AXES, runCurves } = await import("./curves.js");
+  const axes = (flags.axes ?? CURVE_AXES.join(",")).split(",").map((a) => a.trim());
+  const unknown = axes.filter((a) => !(CURVE_AXES as readonly string[]).includes(a));
+  if (unknown.length > 0) {
+    console.error(`--axes takes ${CURVE_AXES.join(", ")}; got ${unknown.join(", ")}`);
+    process.exit(2);
+  }
+  const url = benchDatabaseUrl(flags["database-url"]);
+  await ensureDatabase(url);
+  const result = await runCurves(url, axes as (typeof CURVE_AXES)[number][], flags.plots);
+  if (flags["json-out"]) writeFileSync(flags["json-out"], JSON.stringify(result, null, 2));
   process.exit(0);
 }
 

@@ -1,0 +1,225 @@
+/**
+ * `npm run bench -- --curves [--axes backlog,finished,processes,payload,queues,idle] [--plots docs/plots]`: how
+ * pawl's rate moves as the tables grow, beside graphile-worker tuned where it has the same axis, in one
+ * run. Each point runs in its own process (curve-drain.ts, idle-cost.ts) on the bench database:
+ *
+ * - backlog: 20,000 jobs at the head of 0, 100,000 and 1,000,000 more due jobs (pawl, graphile-worker);
+ * - finished: 20,000 jobs beside 0, 1,000,000 and 10,000,000 finished rows kept (pawl; graphile-worker
+ *   deletes what it completed, so it has no such axis);
+ * - processes: 40,000 jobs run by 1, 2, 4 and 8 node processes of 10 slots each (pawl, graphile-worker),
+ *   the window closing when the database shows them all completed;
+ * - payload: 20,000 jobs of 100 B and 10 kB (pawl, graphile-worker);
+ * - queues: 20,000 jobs spread over 1, 100 and 10,000 queues (pawl; a named queue in graphile-worker runs
+ *   one job at a time, a different thing);
+ * - idle: transactions per second and database CPU per idle node, at 1, 10 and 100 nodes, without and with
+ *   the postgres coordinator (100 nodes share pools; this server's max_connections is 100).
+ *
+ * A point's ratio is to the first point of its own line, measured in the same run. With `--plots DIR`
+ * each axis is drawn as an SVG there (docs/benchmarks.md shows them).
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { CurveDrainInput, CurveDrainResult } from "./curve-drain.js";
+import type { IdleCostInput, IdleCostResult } from "./idle-cost.js";
+import { runChild } from "./lib/child.js";
+import { databaseName } from "./lib/common.js";
+import { renderLineChart, shortNumber, type Series } from "./lib/svg-plot.js";
+import { int, ratio, renderTable } from "./lib/table.js";
+import type { SystemName } from "./systems/types.js";
+
+/** The axes a curves run can measure. */
+export const CURVE_AXES = ["backlog", "finished", "processes", "payload", "queues", "idle"] as const;
+export type CurveAxis = (typeof CURVE_AXES)[number];
+
+interface Axis {
+  name: Exclude<CurveAxis, "idle">;
+  title: string;
+  xLabel: string;
+  xLog: boolean;
+  points: readonly number[];
+  systems: readonly SystemName[];
+  input: (
+    x: number,
+  ) => Pick<CurveDrainInput, "backlog" | "finishedRows" | "payloadBytes" | "queues" | "processes">;
+}
+
+const none = { backlog: 0, finishedRows: 0, payloadBytes: 0, queues: 1 };
+const AXES: readonly Axis[] = [
+  {
+    name: "backlog",
+    title: "20,000 jobs at the head of a due backlog",
+    xLabel: "due jobs behind them",
+    xLog: true,
+    points: [0, 100_000, 1_000_000],
+    systems: ["pawl", "graphile-tuned"],
+    input: (x) => ({ ...none, backlog: x }),
+  },
+  {
+    name: "finished",
+    title: "20,000 jobs beside finished rows kept",
+    xLabel: "finished rows in the table",
+    xLog: true,
+    points: [0, 1_000_000, 10_000_000],
+    systems: ["pawl"],
+    input: (x) => ({ ...none, finishedRows: x }),
+  },
+  {
+    name: "processes",
+    title: "40,000 jobs run by several node processes",
+    xLabel: "node processes (10 slots each)",
+    xLog: false,
+    points: [1, 2, 4, 8],
+    systems: ["pawl", "graphile-tuned"],
+    input: (x) => ({ ...none, processes: x }),
+  },
+  {
+    name: "payload",
+    title: "20,000 jobs by payload size",
+    xLabel: "payload bytes",
+    xLog: true,
+    points: [100, 10_000],
+    systems: ["pawl", "graphile-tuned"],
+    // The bench payload is {"i": n}, about 10 bytes: the pad makes up the rest.
+    input: (x) => ({ ...none, payloadBytes: Math.max(0, x - 10) }),
+  },
+  {
+    name: "queues",
+    title: "20,000 jobs spread over queues",
+    xLabel: "queues",
+    xLog: true,
+    points: [1, 100, 10_000],
+    systems: ["pawl"],
+    input: (x) => ({ ...none, queues: x }),
+  },
+];
+
+/** One measured point of a drain axis. */
+export interface CurvePoint {
+  axis: CurveAxis;
+  system: SystemName;
+  x: number;
+  result: CurveDrainResult;
+}
+
+/** One measured point of the idle axis. */
+export interface IdlePoint {
+  nodes: number;
+  coordinator: "none" | "postgres";
+  result: IdleCostResult | { skipped: string };
+}
+
+/** Runs the chosen axes on `url` and prints their tables; returns every point for --json-out. */
+export async function runCurves(
+  url: string,
+  axes: readonly CurveAxis[],
+  plotsDir: string | undefined,
+): Promise<{ points: CurvePoint[]; idle: IdlePoint[] }> {
+  const database = databaseName(url);
+  const points: CurvePoint[] = [];
+  for (const axis of AXES.filter((a) => axes.includes(a.name))) {
+    for (const system of axis.systems) {
+      for (const x of axis.points) {
+        process.stderr.write(`curves: ${axis.name} = ${shortNumber(x)}, ${system}\n`);
+        const jobs = axis.name === "processes" ? 40_000 : 20_000;
+        const input: CurveDrainInput = { system, url, jobs, concurrency: 10, ...axis.input(x) };
+        const result = await runChild<CurveDrainResult>("curve-drain.ts", input, { database });
+        points.push({ axis: axis.name, system, x, result });
+      }
+    }
+    const mine = points.filter((p) => p.axis === axis.name);
+    const rows = mine.map((p) => {
+      const base = mine.find((q) => q.system === p.system)!;
+      return [
+        p.system,
+        shortNumber(p.x),
+        int(p.result.jobsPerSecond),
+        ratio(p.result.jobsPerSecond / base.result.jobsPerSecond),
+        p.result.nodeUs === null ? "-" : int(p.result.nodeUs),
+        int(p.result.dbUs),
+        `${Math.round(p.result.otherLoadPct)}%`,
+        String(p.result.duplicates),
+      ];
+    });
+    console.log(`\n${axis.title}`);
+    console.log(
+      renderTable(
+        [
+          "system",
+          axis.xLabel,
+          "jobs/s",
+          "vs first point",
+          "node CPU us/job",
+          "db CPU us/job",
+          "other load",
+          "run twice",
+        ],
+        rows,
+      ),
+    );
+    if (plotsDir) {
+      const series: Series[] = axis.systems.map((system) => ({
+        name: system,
+        points: mine.filter((p) => p.system === system).map((p) => [p.x, p.result.jobsPerSecond] as const),
+      }));
+      mkdirSync(plotsDir, { recursive: true });
+      writeFileSync(
+        join(plotsDir, `curve-${axis.name}.svg`),
+        renderLineChart({
+          title: axis.title,
+          xLabel: axis.xLabel,
+          yLabel: "jobs/s",
+          xLog: axis.xLog,
+          series,
+        }),
+      );
+    }
+  }
+  const idle: IdlePoint[] = [];
+  if (axes.includes("idle")) {
+    for (const coordinator of ["none", "postgres"] as const) {
+      for (const nodes of [1, 10, 100]) {
+        process.stderr.write(`curves: idle, ${nodes} nodes, coordinator ${coordinator}\n`);
+        if (coordinator === "postgres" && nodes === 100) {
+          // Each node's LISTEN holds a connection of its own: 100 of them exceed max_connections here.
+          idle.push({
+            nodes,
+            coordinator,
+            result: { skipped: "100 LISTEN connections exceed max_connections (100)" },
+          });
+          continue;
+        }
+        const input: IdleCostInput = {
+          url,
+          nodes,
+          coordinator,
+          shared: nodes > 10,
+          settleMs: 10_000,
+          windowMs: 30_000,
+        };
+        idle.push({
+          nodes,
+          coordinator,
+          result: await runChild<IdleCostResult>("idle-cost.ts", input, { database }),
+        });
+      }
+    }
+    console.log("\nIdle cost per node");
+    console.log(
+      renderTable(
+        ["nodes", "coordinator", "transactions/s per node", "db CPU per node (% of a core)", "connections"],
+        idle.map((p) =>
+          "skipped" in p.result
+            ? [String(p.nodes), p.coordinator, p.result.skipped, "-", "-"]
+            : [
+                String(p.nodes),
+                p.coordinator,
+                p.result.transactionsPerSecondPerNode.toFixed(2),
+                p.result.dbCpuPctPerNode.toFixed(3),
+                String(p.result.connections),
+              ],
+        ),
+      ),
+    );
+  }
+  return { points, idle };
+}
