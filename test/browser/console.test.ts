@@ -14,6 +14,7 @@ import { NonRetryableError, type Pawl } from "../../src/index.js";
 import { createConsole, createInspector, createMetrics, serveMetrics } from "../../observability/index.js";
 import type { MetricsServer } from "../../observability/index.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
+import { jobEvent } from "../helpers/events.js";
 import { findChromium, launchChromium } from "../../scripts/lib/chromium.js";
 
 /**
@@ -109,8 +110,9 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
   });
 
   it("finds a DEAD job, reads its errors and explain answer, retries it and sees it succeed", async () => {
+    const jobDead = jobEvent(node.events, "job:dead");
     const job = await node.enqueue("invoice.charge", { invoice: 1042 });
-    await node.events.next("job:dead", (e) => e.job.id === job.id);
+    await jobDead.for(job.id);
 
     // The token once, in the address: the console trades it for a cookie and drops it from the URL.
     await open(`?token=${token}`, "overview");
@@ -262,8 +264,9 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
 
   it("read-only by default: no retry button, and the POST is refused", async () => {
     failing = true;
+    const jobDead = jobEvent(node.events, "job:dead");
     const job = await node.enqueue("invoice.charge", { invoice: 7 });
-    await node.events.next("job:dead", (e) => e.job.id === job.id);
+    await jobDead.for(job.id);
     const base = readOnly.url.replace(/\/metrics$/, "");
     await open(`/jobs/${job.id}?token=${token}`, "job-read-only", base);
     await expect(page.locator('#explain li[data-kind="finished"]').count()).resolves.toBe(1);

@@ -19,6 +19,7 @@ import {
 } from "../../../src/index.js";
 import { databaseUrl } from "../../helpers/db.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -97,8 +98,9 @@ describe("waitFor with the postgres coordinator", () => {
     const c = client({ coordinator: "postgres" });
     await Promise.all([connected(b), connected(c)]);
 
+    const jobStarted = jobEvent(a.events, "job:started");
     const job = await c.enqueue("wf.notice", { n: 21 });
-    await a.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     const viaPawl = b.waitFor(job);
     const viaClient = c.waitFor(job.id, { timeoutMs: 20_000 });
     const landed = a.events.next("job:succeeded", (e) => e.job.id === job.id);
@@ -122,8 +124,9 @@ describe("waitFor with the postgres coordinator", () => {
     });
     await a.start();
     await connected(a);
+    const jobStarted = jobEvent(a.events, "job:started");
     const job = await a.enqueue("wf.own");
-    await a.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     const waiting = a.waitFor(job);
     const landed = a.events.next("job:succeeded", (e) => e.job.id === job.id);
     release.open();
@@ -145,8 +148,9 @@ describe("waitFor with the postgres coordinator", () => {
     await a.start();
     const c = client({ coordinator: "postgres", pool: counted.pool });
     await connected(c);
+    const jobStarted = jobEvent(a.events, "job:started");
     const job = await c.enqueue("wf.forged");
-    await a.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
 
     let settled: Job | null = null;
     const waiting = c.waitFor(job).then((j) => (settled = j));
@@ -197,8 +201,9 @@ describe("waitFor without a coordinator", () => {
     });
     await a.start();
     const c = client({ pool: counted.pool });
+    const jobStarted = jobEvent(a.events, "job:started");
     const job = await c.enqueue("wf.poll");
-    await a.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     const waiting = c.waitFor(job, { timeoutMs: 20_000 });
     const polled = new Promise<void>((resolve) => counted.onRead(() => counted.reads() >= 2 && resolve()));
     await polled; // it read again on its own, with nothing to wake it
@@ -252,8 +257,9 @@ describe("waitFor without a coordinator", () => {
     const counted = countingPool();
     closers.push({ close: () => counted.pool.end() });
     const c = client({ pool: counted.pool });
+    const jobStarted = jobEvent(a.events, "job:started");
     const job = await c.enqueue("wf.deleted");
-    await a.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     const firstRead = new Promise<void>((resolve) => counted.onRead(() => resolve()));
     const waiting = c.waitFor(job, { timeoutMs: 20_000 }).catch((e: unknown) => e);
     await firstRead; // it saw the row RUNNING: a row gone afterwards was deleted, not unknown

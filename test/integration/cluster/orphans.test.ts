@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 import type { Pawl } from "../../../src/index.js";
 import { completeJobs } from "../../../src/store/outcomes/finish-jobs.js";
 import { tablesFor } from "../../../src/db/sql.js";
@@ -257,8 +258,9 @@ describe("with started nodes", () => {
       return "done";
     });
     await live.start();
+    const jobStarted = jobEvent(live.events, "job:started");
     const jobs = await live.enqueueMany([{ type: "slow" }, { type: "slow" }]);
-    await live.events.next("job:started");
+    await jobStarted.forAny(jobs.map((j) => j.id));
     const { services } = sweeperNode("other-sweeper");
     const r = await services.sweeper.runOnce();
     expect(r.recovered).toEqual([]);

@@ -8,6 +8,7 @@ import {
   type Pawl,
 } from "../../../src/index.js";
 import { setupSchema } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 import { closeAll, onAny, startNodes } from "./composition-helpers.js";
 
 let schema: string;
@@ -106,6 +107,10 @@ describe("chains", () => {
       );
       node.register("stop.done", async () => "ok");
     });
+    const completed = jobEvent(
+      nodes.map((n) => n.events),
+      "job:succeeded",
+    );
     const chain = await nodes[1]!.chain(
       [
         { type: "stop.step", payload: { label: "a" } },
@@ -115,7 +120,7 @@ describe("chains", () => {
       ],
       { onComplete: { type: "stop.done" } },
     );
-    await onAny(nodes, "job:succeeded", (e) => e.job.id === chain.completionJobId);
+    await completed.for(chain.completionJobId!);
     expect(ran).toEqual(["a", "b"]);
     const jobs = await Promise.all(chain.jobIds.map((id) => nodes[0]!.getJob(id)));
     expect(jobs.map((j) => j?.status)).toEqual(["SUCCEEDED", "DEAD", "CANCELED", "CANCELED"]);
@@ -168,6 +173,10 @@ describe("workflows", () => {
         return `${p.name}!`;
       });
     });
+    const succeeded = jobEvent(
+      nodes.map((n) => n.events),
+      "job:succeeded",
+    );
     const wf = await nodes[0]!.workflow({
       name: "diamond",
       jobs: [
@@ -178,7 +187,7 @@ describe("workflows", () => {
       ],
     });
     const d = wf.jobIds[0]!;
-    const dDone = onAny(nodes, "job:succeeded", (e) => e.job.id === d);
+    const dDone = succeeded.for(d);
     expect((await nodes[0]!.getJob(d))?.status).toBe("WAITING");
     await dDone;
     expect(runs).toEqual({ A: 1, B: 1, C: 1, D: 1 });
@@ -245,6 +254,10 @@ describe("workflows", () => {
         return "last";
       });
     });
+    const succeeded = jobEvent(
+      nodes.map((n) => n.events),
+      "job:succeeded",
+    );
     const wf = await nodes[0]!.workflow({
       failurePolicy: "continue",
       jobs: [
@@ -253,7 +266,7 @@ describe("workflows", () => {
         { name: "last", type: "cont.last", dependsOn: ["bad", "good"] },
       ],
     });
-    await onAny(nodes, "job:succeeded", (e) => e.job.id === wf.jobIds[2]);
+    await succeeded.for(wf.jobIds[2]!);
     expect(seen).toEqual({ results: { good: "fine" }, failed: { bad: "DEAD" } });
     expect(await nodes[0]!.getFlow(wf.flowId)).toMatchObject({
       failurePolicy: "continue",
@@ -281,13 +294,17 @@ describe("batches", () => {
       });
     });
     const items = Array.from({ length: 50 }, (_, n) => ({ n }));
+    const succeeded = jobEvent(
+      nodes.map((n) => n.events),
+      "job:succeeded",
+    );
     const batch = await nodes[0]!.batch({
       type: "small.row",
       items,
       onComplete: { type: "small.done", payload: { file: "f.csv" } },
     });
     expect(batch).toMatchObject({ kind: "batch", total: 50, jobIds: [] });
-    const completed = onAny(nodes, "job:succeeded", (e) => e.job.id === batch.completionJobId);
+    const completed = succeeded.for(batch.completionJobId!);
     expect(await jobCount(batch.flowId)).toBe(51);
     await completed;
     expect(completions).toEqual([

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { JobNotFoundError, JobStateError, type Pawl, type PawlEvents } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 import { closeAll, count, onAny, startNodes } from "./composition-helpers.js";
 
 let schema: string;
@@ -67,8 +68,9 @@ describe("pausing one job", () => {
 
   it("refuses to pause a job that is not PENDING, or to resume one that is not paused", async () => {
     nodes = await startNodes(schema, 1, (node) => node.register("pj.quick", async () => 1));
+    const jobSucceeded = jobEvent(nodes[0]!.events, "job:succeeded");
     const done = await nodes[0]!.enqueue("pj.quick", {});
-    await nodes[0]!.events.next("job:succeeded", (e) => e.job.id === done.id);
+    await jobSucceeded.for(done.id);
     const err = await nodes[0]!.pauseJob(done.id).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JobStateError);
     expect(err).toMatchObject({ code: "INVALID_STATE", status: "SUCCEEDED" });
@@ -181,11 +183,13 @@ describe("pausing a queue or a job type", () => {
     });
     const [n] = nodes as [Pawl];
     await n.pauseQueue("pf");
+    const firstSucceeded = jobEvent(n.events, "job:succeeded");
+    const secondSucceeded = jobEvent(n.events, "job:succeeded");
     const chain = await n.chain([{ type: "pf.first" }, { type: "pf.second" }]);
-    await n.events.next("job:succeeded", (e) => e.job.id === chain.jobIds[0]);
+    await firstSucceeded.for(chain.jobIds[0]!);
     expect(await n.getJob(chain.jobIds[1]!)).toMatchObject({ status: "PAUSED", pausedBy: "queue" });
     await n.resumeQueue("pf");
-    await n.events.next("job:succeeded", (e) => e.job.id === chain.jobIds[1]);
+    await secondSucceeded.for(chain.jobIds[1]!);
   });
 
   it("validates names", async () => {

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { ValidationError, type Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 import { claimSql } from "../../../src/store/claim/claim-jobs.js";
 import { tablesFor } from "../../../src/db/sql.js";
 import { closeAll, onAny, startNodes } from "./composition-helpers.js";
@@ -88,12 +89,16 @@ describe("per-queue concurrency", () => {
       );
       const elsewhere = await client.enqueue("q.elsewhere", {}, { queue: "elsewhere" });
       await slowLanesFull;
+      const fastSucceeded = jobEvent(
+        nodes.map((n) => n.events),
+        "job:succeeded",
+        (e) => e.job.type === "q.fast",
+        30_000,
+      );
       const fast = await client.enqueueMany(
         Array.from({ length: 60 }, () => ({ type: "q.fast", queue: "fast" })),
       );
-      const fastIds = new Set(fast.map((j) => j.id));
-      let fastDone = 0;
-      await onAny(nodes, "job:succeeded", (e) => fastIds.has(e.job.id) && ++fastDone === fast.length, 30_000);
+      await fastSucceeded.forAll(fast.map((j) => j.id));
 
       // The slow lanes stayed full all along: 2 per node, never more; the other 8 still wait.
       const statuses = await pool.query<{ status: string; n: number }>(
@@ -150,12 +155,16 @@ describe("per-queue concurrency", () => {
       },
       { queues: { pa: 4, pb: 1 }, concurrency: undefined },
     );
+    const succeeded = jobEvent(
+      nodes.map((n) => n.events),
+      "job:succeeded",
+      undefined,
+      30_000,
+    );
     const jobs = await nodes[0]!.enqueueMany(
       Array.from({ length: 80 }, (_, i) => ({ type: i % 2 === 0 ? "p.pa" : "p.pb" })),
     );
-    const ids = new Set(jobs.map((j) => j.id));
-    let done = 0;
-    await onAny(nodes, "job:succeeded", (e) => ids.has(e.job.id) && ++done === jobs.length, 30_000);
+    await succeeded.forAll(jobs.map((j) => j.id));
     for (const n of nodes) {
       expect(inFlight.max.get(`${n.nodeId}/pa`) ?? 0).toBeLessThanOrEqual(4);
       expect(inFlight.max.get(`${n.nodeId}/pb`) ?? 0).toBeLessThanOrEqual(1);

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { JobNotFoundError, JobNotWaitingError, type Pawl, type SignalDelivery } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 import { closeAll, onAny, startNodes } from "./composition-helpers.js";
 
 let schema: string;
@@ -31,8 +32,9 @@ describe("signals", () => {
       });
     const [a] = await startNodes(schema, 1, register, { nodeId: `${schema}-a` });
     nodes = [a!];
+    const jobWaiting = jobEvent(a!.events, "job:waiting");
     const job = await a!.enqueue("approval", {});
-    const waiting = await a!.events.next("job:waiting", (e) => e.job.id === job.id);
+    const waiting = await jobWaiting.for(job.id);
     expect(waiting.timeoutMs).toBeNull();
     expect(await a!.getJob(job.id)).toMatchObject({
       status: "WAITING",
@@ -103,21 +105,24 @@ describe("signals", () => {
         return steps.join(",");
       }),
     );
+    const jobWaiting = jobEvent(nodes[0]!.events, "job:waiting");
+    const jobSucceeded = jobEvent(nodes[0]!.events, "job:succeeded");
     const job = await nodes[0]!.enqueue("two-step", {});
-    await nodes[0]!.events.next("job:waiting", (e) => e.job.id === job.id);
+    await jobWaiting.for(job.id);
     const second = nodes[0]!.events.next("job:waiting", (e) => e.job.id === job.id);
     await nodes[0]!.signal(job.id, "one");
     await second;
     await nodes[0]!.signal(job.id, "two");
-    await nodes[0]!.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await jobSucceeded.for(job.id);
     expect(await nodes[0]!.getJob(job.id)).toMatchObject({ status: "SUCCEEDED", result: "one,two" });
   });
 
   it("refuses a signal to an unknown, finished, not-yet-waiting or flow-waiting job with a typed error", async () => {
     nodes = await startNodes(schema, 1, (node) => node.register("quick", async () => "done"));
     await expect(nodes[0]!.signal("987654321", {})).rejects.toThrowError(JobNotFoundError);
+    const jobSucceeded = jobEvent(nodes[0]!.events, "job:succeeded");
     const finished = await nodes[0]!.enqueue("quick", {});
-    await nodes[0]!.events.next("job:succeeded", (e) => e.job.id === finished.id);
+    await jobSucceeded.for(finished.id);
     const err = await nodes[0]!.signal(finished.id, {}).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JobNotWaitingError);
     expect(err).toMatchObject({ code: "NOT_WAITING", status: "SUCCEEDED", jobId: finished.id });

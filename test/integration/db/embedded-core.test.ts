@@ -12,6 +12,7 @@ import type { PawlConfig } from "../../../src/input/config.js";
 import { embeddedDatabase, embeddedPawl, type EmbeddedPawl } from "../../../src/testing/index.js";
 import type { EmbeddedDatabase } from "../../../src/db/embedded/embedded-database.js";
 import { uniqueSchema } from "../../helpers/db.js";
+import { jobEvent } from "../../helpers/events.js";
 
 const fastRetry = { retry: { baseMs: 10, factor: 1, maxMs: 10, jitter: 0 } };
 
@@ -40,8 +41,9 @@ describe("enqueue", () => {
     expect(pawl.config.coordinator).toBe("in-memory");
     pawl.register("echo", async (p: { n: number }) => ({ twice: p.n * 2 }));
     await pawl.start();
+    const jobSucceeded = jobEvent(pawl.events, "job:succeeded");
     const job = await pawl.enqueue("echo", { n: 21 });
-    await pawl.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await jobSucceeded.for(job.id);
     expect(await pawl.getJob(job.id)).toMatchObject({ status: "SUCCEEDED", result: { twice: 42 } });
   });
 
@@ -131,8 +133,9 @@ describe("failures", () => {
       { maxAttempts: 3, ...fastRetry },
     );
     await pawl.start();
+    const jobDead = jobEvent(pawl.events, "job:dead");
     const job = await pawl.enqueue("flaky", {});
-    const dead = await pawl.events.next("job:dead", (e) => e.job.id === job.id);
+    const dead = await jobDead.for(job.id);
     expect(dead.reason).toBe("exhausted");
     const read = await pawl.getJob(job.id);
     expect(read).toMatchObject({ status: "DEAD", attempts: 3 });
@@ -152,9 +155,11 @@ describe("failures", () => {
       { timeoutMs: 150, maxAttempts: 2, ...fastRetry },
     );
     await pawl.start();
+    const jobRetried = jobEvent(pawl.events, "job:retried");
+    const jobDead = jobEvent(pawl.events, "job:dead");
     const job = await pawl.enqueue("stuck", {});
-    expect((await pawl.events.next("job:retried", (e) => e.job.id === job.id)).timedOut).toBe(true);
-    expect(await pawl.events.next("job:dead", (e) => e.job.id === job.id)).toMatchObject({
+    expect((await jobRetried.for(job.id)).timedOut).toBe(true);
+    expect(await jobDead.for(job.id)).toMatchObject({
       reason: "exhausted",
       timedOut: true,
     });
@@ -168,8 +173,9 @@ describe("failures", () => {
       return "ignored";
     });
     await pawl.start();
+    const jobStarted = jobEvent(pawl.events, "job:started");
     const job = await pawl.enqueue("long", {});
-    await pawl.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     const canceled = pawl.events.next("job:canceled", (e) => e.job.id === job.id);
     expect((await pawl.cancel(job.id, "no longer needed")).outcome).toBe("running-canceled");
     await canceled;
@@ -194,8 +200,9 @@ describe("protection", () => {
     const opened = pawl.events.next("breaker:change", (e) => e.to === "OPEN");
     await pawl.enqueueMany([{ type: "call" }, { type: "call" }]);
     await opened;
+    const jobRescheduled = jobEvent(pawl.events, "job:rescheduled");
     const c = await pawl.enqueue("call", {});
-    const handed = await pawl.events.next("job:rescheduled", (e) => e.job.id === c.id);
+    const handed = await jobRescheduled.for(c.id);
     expect(handed.reason).toBe("breaker");
     expect(await pawl.getJob(c.id)).toMatchObject({ status: "PENDING", attempts: 0 });
   });
@@ -213,10 +220,12 @@ describe("protection", () => {
       { resource: "smtp" },
     );
     await pawl.start();
+    const jobStarted = jobEvent(pawl.events, "job:started");
     const first = await pawl.enqueue("mail", { first: true });
-    await pawl.events.next("job:started", (e) => e.job.id === first.id);
+    await jobStarted.for(first.id);
+    const jobRescheduled = jobEvent(pawl.events, "job:rescheduled");
     const second = await pawl.enqueue("mail", { first: false });
-    expect(await pawl.events.next("job:rescheduled", (e) => e.job.id === second.id)).toMatchObject({
+    expect(await jobRescheduled.for(second.id)).toMatchObject({
       reason: "permit",
     });
     release();
@@ -238,12 +247,13 @@ describe("scheduling and composition", () => {
     // As if it had been registered a minute ago: its fire is due now, and the fire runs in one held
     // transaction. fireBatch is the fire without the lease, which the node's own scheduler may hold.
     const fired = pawl.events.next("recurring:fired", (e) => e.name === "every-minute");
+    const tickSucceeded = jobEvent(pawl.events, "job:succeeded");
     await db.pool.query(
       `UPDATE "${pawl.config.schema}".scheduler_recurring SET next_fire_at = date_trunc('minute', now())`,
     );
     await pawl.clusterServices!.recurring.fireBatch();
     const { jobId } = await fired;
-    await pawl.events.next("job:succeeded", (e) => e.job.id === jobId);
+    await tickSucceeded.for(jobId);
     expect(await pawl.getJob(jobId)).toMatchObject({ type: "tick", status: "SUCCEEDED", result: 1 });
   });
 
@@ -256,17 +266,19 @@ describe("scheduling and composition", () => {
       return { label: p.label, previous: flow?.previous ?? null, results: flow?.results ?? null };
     });
     await pawl.start();
+    const chainSucceeded = jobEvent(pawl.events, "job:succeeded");
     const chain = await pawl.chain([
       { type: "step", payload: { label: "a" } },
       { type: "step", payload: { label: "b" } },
     ]);
-    await pawl.events.next("job:succeeded", (e) => e.job.id === chain.jobIds[1]);
+    await chainSucceeded.for(chain.jobIds[1]!);
     expect(order).toEqual(["a", "b"]);
     expect((await pawl.getJob(chain.jobIds[1]!))?.result).toMatchObject({
       previous: { label: "a", previous: null },
     });
 
     order.length = 0;
+    const workflowSucceeded = jobEvent(pawl.events, "job:succeeded");
     const wf = await pawl.workflow({
       jobs: [
         { name: "D", type: "step", payload: { label: "D" }, dependsOn: ["B", "C"] },
@@ -275,7 +287,7 @@ describe("scheduling and composition", () => {
         { name: "A", type: "step", payload: { label: "A" } },
       ],
     });
-    await pawl.events.next("job:succeeded", (e) => e.job.id === wf.jobIds[0]);
+    await workflowSucceeded.for(wf.jobIds[0]!);
     expect(order[0]).toBe("A");
     expect(order[3]).toBe("D");
     expect((await pawl.getJob(wf.jobIds[0]!))?.result).toMatchObject({
@@ -289,10 +301,11 @@ describe("scheduling and composition", () => {
     pawl.register("q", async () => "done", { queue: "slow" });
     await pawl.start();
     await pawl.pauseQueue("slow");
+    const jobSucceeded = jobEvent(pawl.events, "job:succeeded");
     const job = await pawl.enqueue("q", {});
     expect((await pawl.getJob(job.id))?.status).toBe("PAUSED");
     expect((await pawl.listPaused()).map((p) => p.name)).toEqual(["slow"]);
-    const done = pawl.events.next("job:succeeded", (e) => e.job.id === job.id);
+    const done = jobSucceeded.for(job.id);
     await pawl.resumeQueue("slow");
     await done;
     expect(await pawl.listPaused()).toEqual([]);
@@ -305,8 +318,9 @@ describe("scheduling and composition", () => {
       return answer.timedOut ? "expired" : answer.payload.ok;
     });
     await pawl.start();
+    const jobWaiting = jobEvent(pawl.events, "job:waiting");
     const job = await pawl.enqueue("approve", {});
-    await pawl.events.next("job:waiting", (e) => e.job.id === job.id);
+    await jobWaiting.for(job.id);
     const done = pawl.events.next("job:succeeded", (e) => e.job.id === job.id);
     await pawl.signal(job.id, { ok: true });
     await done;
@@ -321,8 +335,9 @@ describe("observability", () => {
     const metrics = createMetrics(pawl, { queueDepthCacheMs: 0 });
     try {
       await pawl.start();
+      const jobSucceeded = jobEvent(pawl.events, "job:succeeded");
       const job = await pawl.enqueue("m", {});
-      await pawl.events.next("job:succeeded", (e) => e.job.id === job.id);
+      await jobSucceeded.for(job.id);
       expect(pawl.inspect()?.children.map((c) => c.id)).toContain("poller");
       const text = await metrics.metrics();
       expect(text).toMatch(/pawl_node_info\{[^}]*node_id="emb-obs"[^}]*\} 1/);

@@ -12,6 +12,7 @@ import { createPawl, PawlError, ValidationError } from "../../../src/index.js";
 import { parseEmbeddedUrl } from "../../../src/db/embedded/embedded-url.js";
 import { lockDataDir } from "../../../src/db/embedded/data-dir-lock.js";
 import type { EmbeddedPool } from "../../../src/db/embedded/embedded-pool.js";
+import { jobEvent } from "../../helpers/events.js";
 
 /** Booting PGlite is CPU-bound (WebAssembly compile, initdb): seconds here, far more on a loaded runner. */
 const bootTimeout = 180_000;
@@ -71,8 +72,9 @@ describe("a directory database", () => {
     await first.migrate();
     first.register("kept", async (p: { n: number }) => p.n + 1);
     await first.start();
+    const jobSucceeded = jobEvent(first.events, "job:succeeded");
     const ran = await first.enqueue("kept", { n: 1 });
-    await first.events.next("job:succeeded", (e) => e.job.id === ran.id);
+    await jobSucceeded.for(ran.id);
     const waiting = await first.enqueue("later", { n: 2 }, { delayMs: 3_600_000 });
 
     // A second open of the same directory, in this process or another, would corrupt it.
@@ -119,8 +121,9 @@ describe("a memory database opened by createPawl", () => {
     await pawl.migrate();
     pawl.register("once", async () => "ok");
     await pawl.start();
+    const jobSucceeded = jobEvent(pawl.events, "job:succeeded");
     const job = await pawl.enqueue("once", {});
-    await pawl.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await jobSucceeded.for(job.id);
     // pawl's own pool (internal): an embedded pool, whoever brings it, refuses the postgres coordinator.
     const pool = (pawl as unknown as { pool: EmbeddedPool }).pool;
     expect(() => createPawl({ pool, coordinator: "postgresql" })).toThrow(ValidationError);

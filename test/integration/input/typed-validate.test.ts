@@ -8,6 +8,7 @@ import type pg from "pg";
 import { z } from "zod";
 import type { Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -61,11 +62,12 @@ describe("a Standard Schema as validate", () => {
     );
     await node.start();
     // Inserted behind pawl's back (another service, an older deploy), so enqueue's check did not run.
+    const jobDead = jobEvent(node.events, "job:dead");
     const row = await pool.query(
       `INSERT INTO "${schema}".scheduler_job_queue (type, payload) VALUES ('typed.stored', '{"to":7}') RETURNING id`,
     );
     const id = String(row.rows[0].id);
-    const dead = node.events.next("job:dead", (e) => e.job.id === id);
+    const dead = jobDead.for(id);
     node.nodeRuntime?.wake("local");
     const event = await dead;
     expect(event.reason).toBe("invalid-payload");

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -35,17 +36,16 @@ describe("circuit breaker", () => {
     n.on("breaker:change", (e) => changes.push(`${e.from}->${e.to}`));
     await n.start();
     const opened = n.events.next("breaker:change", (e) => e.to === "OPEN");
+    const jobRetried = jobEvent(n.events, "job:retried");
     const [a, b] = await n.enqueueMany([{ type: "call-svc" }, { type: "call-svc" }]);
-    await Promise.all([
-      opened,
-      n.events.next("job:retried", (e) => e.job.id === a!.id),
-      n.events.next("job:retried", (e) => e.job.id === b!.id),
-    ]);
+    await Promise.all([opened, jobRetried.forAll([a!.id, b!.id])]);
     expect(await n.getJob(a!.id)).toMatchObject({ status: "PENDING", attempts: 1 });
     expect(await n.getJob(b!.id)).toMatchObject({ status: "PENDING", attempts: 1 });
 
+    const jobRescheduled = jobEvent(n.events, "job:rescheduled");
+    const jobSucceeded = jobEvent(n.events, "job:succeeded", undefined, 15_000);
     const c = await n.enqueue("call-svc", {});
-    const rescheduled = await n.events.next("job:rescheduled", (e) => e.job.id === c.id);
+    const rescheduled = await jobRescheduled.for(c.id);
     expect(rescheduled.reason).toBe("breaker");
     expect(rescheduled.delayMs).toBeGreaterThan(0);
     expect(rescheduled.delayMs).toBeLessThanOrEqual(400);
@@ -54,7 +54,7 @@ describe("circuit breaker", () => {
     failing = false;
     const closed = n.events.next("breaker:change", (e) => e.to === "CLOSED", 15_000);
     await n.events.next("breaker:change", (e) => e.to === "HALF_OPEN", 15_000);
-    await n.events.next("job:succeeded", (e) => e.job.id === c.id, 15_000);
+    await jobSucceeded.for(c.id);
     await closed;
     expect(changes).toEqual(["CLOSED->OPEN", "OPEN->HALF_OPEN", "HALF_OPEN->CLOSED"]);
     expect((await n.getJob(c.id))?.attempts).toBe(1);
@@ -76,13 +76,15 @@ describe("resource permits", () => {
       { resource: "smtp-pool" },
     );
     await n.start();
+    const jobStarted = jobEvent(n.events, "job:started");
     const first = await n.enqueue("mail", { first: true });
-    await n.events.next("job:started", (e) => e.job.id === first.id);
+    await jobStarted.for(first.id);
     const held = await pool.query(`SELECT resource, job_id FROM "${schema}".scheduler_resource_permit`);
     expect(held.rows).toEqual([{ resource: "smtp-pool", job_id: first.id }]);
 
+    const jobRescheduled = jobEvent(n.events, "job:rescheduled");
     const second = await n.enqueue("mail", { first: false });
-    const r = await n.events.next("job:rescheduled", (e) => e.job.id === second.id);
+    const r = await jobRescheduled.for(second.id);
     expect(r).toMatchObject({ reason: "permit", delayMs: 150 });
     expect(await n.getJob(second.id)).toMatchObject({ status: "PENDING", attempts: 0 });
 
@@ -104,12 +106,13 @@ describe("payload validation at run time", () => {
     });
     await n.start();
     // Inserted behind pawl's back (as an older deploy might have), so enqueue's check did not run.
+    const jobDead = jobEvent(n.events, "job:dead");
     const row = await pool.query(
       `INSERT INTO "${schema}".scheduler_job_queue (type, payload) VALUES ('validated', '{"n":"x"}') RETURNING id`,
     );
     const id = String(row.rows[0].id);
     n.nodeRuntime?.wake("local");
-    const dead = await n.events.next("job:dead", (e) => e.job.id === id);
+    const dead = await jobDead.for(id);
     expect(dead.reason).toBe("invalid-payload");
     expect(dead.error.message).toContain("n must be a number");
     expect(ran).toBe(0);

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { JobContext, Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -37,11 +38,13 @@ describe("cancel while running", () => {
       return "finished anyway";
     });
     await n.start();
+    const jobStarted = jobEvent(n.events, "job:started");
+    const jobCanceled = jobEvent(n.events, "job:canceled");
     const job = await n.enqueue("long", {});
-    await n.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     const result = await n.cancel(job.id, "user asked");
     expect(result.outcome).toBe("running-canceled");
-    await n.events.next("job:canceled", (e) => e.job.id === job.id);
+    await jobCanceled.for(job.id);
     expect(seen).toEqual([true]);
     expect(await n.getJob(job.id)).toMatchObject({
       status: "CANCELED",
@@ -55,10 +58,12 @@ describe("cancel while running", () => {
     const other = node();
     runner.register("long2", async (_p, ctx) => untilAborted(ctx));
     await runner.start();
+    const jobStarted = jobEvent(runner.events, "job:started");
+    const jobCanceled = jobEvent(runner.events, "job:canceled");
     const job = await other.enqueue("long2", {});
-    await runner.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     await other.cancel(job.id);
-    await runner.events.next("job:canceled", (e) => e.job.id === job.id);
+    await jobCanceled.for(job.id);
     expect((await other.getJob(job.id))?.status).toBe("CANCELED");
   });
 });
@@ -75,11 +80,12 @@ describe("drain", () => {
     n.register("stubborn", async (_p, ctx) => untilAborted(ctx));
     n.register("waiting", async () => "never started");
     await n.start();
+    const jobStarted = jobEvent(n.events, "job:started");
     const [q, s] = await n.enqueueMany([
       { type: "quick", priority: 50 },
       { type: "stubborn", priority: 50 },
     ]);
-    await n.events.next("job:started", (e) => e.job.id === s!.id);
+    await jobStarted.for(s!.id);
     const buffered = await n.enqueueMany(Array.from({ length: 3 }, () => ({ type: "waiting", delayMs: 0 })));
     const stopped = n.stop({ graceMs: 300 });
     release(); // the quick job finishes inside the grace
@@ -101,8 +107,9 @@ describe("drain", () => {
     const n = node();
     n.register("forever", async (_p, ctx) => untilAborted(ctx));
     await n.start();
+    const jobStarted = jobEvent(n.events, "job:started");
     const job = await n.enqueue("forever", {});
-    await n.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     const first = n.stop({ graceMs: 60_000 });
     const t0 = Date.now();
     await n.stop();
@@ -118,8 +125,9 @@ describe("drain", () => {
       await new Promise(() => {}); // ignores the request
     });
     await n.start();
+    const jobStarted = jobEvent(n.events, "job:started");
     const job = await n.enqueue("cancel-then-drain", {});
-    await n.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     await n.cancel(job.id);
     await n.stop({ graceMs: 50 });
     expect((await n.getJob(job.id))?.status).toBe("CANCELED");

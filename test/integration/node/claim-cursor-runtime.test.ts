@@ -4,6 +4,7 @@ import { createPawl, ValidationError, type Pawl } from "../../../src/index.js";
 import { ClassicClaimer } from "../../../src/store/claim/claimer.js";
 import { CursorClaimer } from "../../../src/store/claim/claim-cursor.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 import { databaseUrl } from "../../helpers/db.js";
 
 let schema: string;
@@ -33,8 +34,9 @@ describe("claim cursors in the runtime", () => {
     await node.start();
     expect(node.nodeRuntime?.claimer).toBeInstanceOf(ClassicClaimer);
     expect(node.nodeRuntime?.claimer.describe()).toMatchObject({ kind: "classic" });
+    const jobSucceeded = jobEvent(node.events, "job:succeeded");
     const job = await node.enqueue("classic", {});
-    await node.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await jobSucceeded.for(job.id);
   });
 
   it("validates its options (and reads PAWL_CLAIM_CURSORS)", () => {

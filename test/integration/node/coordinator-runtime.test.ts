@@ -4,6 +4,7 @@ import pg from "pg";
 import type { Pawl } from "../../../src/index.js";
 import { decodeHint, encodeHint, postgresChannelName, type WakeupHint } from "../../../coordinators/index.js";
 import { databaseUrl } from "../../helpers/db.js";
+import { jobEvent } from "../../helpers/events.js";
 import { setupSchema, startConnected, testPawl } from "../../helpers/pawl.js";
 import { ensureHazelcast, sharedMember } from "../../helpers/hazelcast.js";
 
@@ -82,10 +83,11 @@ describe.each(transports())("wakeups through the %s coordinator", (coordinator) 
     const a = node(coordinator);
     await startConnected(a);
     const started = b.events.next("job:started", (e) => e.job.type === type, 5000);
+    const jobCanceled = jobEvent(b.events, "job:canceled", undefined, 5000);
     const job = await a.enqueue(type, {}, { priority: "critical" });
     expect((await started).job.id).toBe(job.id);
     await a.cancel(job.id);
-    await b.events.next("job:canceled", (e) => e.job.id === job.id, 5000);
+    await jobCanceled.for(job.id);
     expect(seen).toEqual([true]);
   });
 });
@@ -149,8 +151,9 @@ describe("a coordinator that cannot connect", () => {
     n.on("error", (e) => errors.push(e.where));
     await n.start();
     expect(n.inspect()?.coordinator).toMatchObject({ transport: "amqp", connected: false });
+    const jobSucceeded = jobEvent(n.events, "job:succeeded", undefined, 5000);
     const job = await n.enqueue(type, {}, { priority: "critical" });
-    await n.events.next("job:succeeded", (e) => e.job.id === job.id, 5000);
+    await jobSucceeded.for(job.id);
     expect((await n.getJob(job.id))?.status).toBe("SUCCEEDED");
     expect(errors.filter((w) => w !== "coordinator")).toEqual([]);
   });

@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { postgresChannelName } from "../../../coordinators/index.js";
 import type { JobContext, Pawl } from "../../../src/index.js";
 import { setupSchema, startConnected, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 import { ensureHazelcast, sharedMember } from "../../helpers/hazelcast.js";
 
 let schema: string;
@@ -169,9 +170,10 @@ describe.each(transports)("cancel hints through the %s coordinator", (name, coor
     const a = node(coordinator); // cancels; does not run the type
     await Promise.all([startConnected(a), startConnected(b)]);
     const started = b.events.next("job:started", (e) => e.job.type === type, 10_000);
+    const jobCanceled = jobEvent(b.events, "job:canceled", undefined, 10_000);
     const job = await b.enqueue(type, {});
     await started;
-    const canceled = b.events.next("job:canceled", (e) => e.job.id === job.id, 10_000);
+    const canceled = jobCanceled.for(job.id);
     const t0 = performance.now();
     expect((await a.cancel(job.id)).outcome).toBe("running-canceled");
     await canceled;

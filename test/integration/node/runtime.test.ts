@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Discard, NonRetryableError, Snooze, type Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 let schema: string;
 let cleanup: () => Promise<void>;
@@ -24,8 +25,9 @@ describe("runtime", () => {
       attempt: ctx.attempt,
     }));
     await node.start();
+    const jobSucceeded = jobEvent(node.events, "job:succeeded");
     const job = await node.enqueue("ok", { n: 21 });
-    await node.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await jobSucceeded.for(job.id);
     expect(await node.getJob(job.id)).toMatchObject({
       status: "SUCCEEDED",
       result: { doubled: 42, attempt: 1 },
@@ -46,10 +48,11 @@ describe("runtime", () => {
       fast,
     );
     await node.start();
-    const job = await node.enqueue("flaky", {});
     const retried: number[] = [];
     node.on("job:retried", (e) => retried.push(e.job.attempt));
-    await node.events.next("job:succeeded", (e) => e.job.id === job.id);
+    const jobSucceeded = jobEvent(node.events, "job:succeeded");
+    const job = await node.enqueue("flaky", {});
+    await jobSucceeded.for(job.id);
     expect(retried).toEqual([1, 2]);
     const read = await node.getJob(job.id);
     expect(read).toMatchObject({ status: "SUCCEEDED", attempts: 3 });
@@ -80,21 +83,14 @@ describe("runtime", () => {
       fast,
     );
     await node.start();
+    const jobDead = jobEvent(node.events, "job:dead");
     const [a, b, c] = await node.enqueueMany([
       { type: "always-fails" },
       { type: "fatal" },
       { type: "discard" },
     ]);
-    const dead = new Map<string, string>();
-    await new Promise<void>((resolve) =>
-      node.on("job:dead", (e) => {
-        dead.set(e.job.id, e.reason);
-        if (dead.size === 3) resolve();
-      }),
-    );
-    expect(dead.get(a!.id)).toBe("exhausted");
-    expect(dead.get(b!.id)).toBe("non-retryable");
-    expect(dead.get(c!.id)).toBe("discarded");
+    const dead = await jobDead.forAll([a!.id, b!.id, c!.id]);
+    expect(dead.map((e) => e.reason)).toEqual(["exhausted", "non-retryable", "discarded"]);
     expect(await node.getJob(a!.id)).toMatchObject({ status: "DEAD", attempts: 2, lastError: "nope" });
     expect(await node.getJob(b!.id)).toMatchObject({ status: "DEAD", attempts: 1 });
   });
@@ -108,9 +104,11 @@ describe("runtime", () => {
       return calls;
     });
     await node.start();
+    const jobSnoozed = jobEvent(node.events, "job:snoozed");
+    const jobSucceeded = jobEvent(node.events, "job:succeeded");
     const job = await node.enqueue("sleepy", {});
-    await node.events.next("job:snoozed", (e) => e.job.id === job.id);
-    await node.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await jobSnoozed.for(job.id);
+    await jobSucceeded.for(job.id);
     expect(await node.getJob(job.id)).toMatchObject({ status: "SUCCEEDED", attempts: 1, errors: [] });
   });
 
@@ -141,8 +139,9 @@ describe("runtime", () => {
     node = testPawl(schema);
     node.register("bad-" + _name.replace(/\s/g, "-"), handler as () => never, { maxAttempts: 1 });
     await node.start();
+    const jobDead = jobEvent(node.events, "job:dead");
     const job = await node.enqueue("bad-" + _name.replace(/\s/g, "-"), {});
-    const dead = await node.events.next("job:dead", (e) => e.job.id === job.id);
+    const dead = await jobDead.for(job.id);
     expect(dead.error.message).toBe(message);
     expect((await node.getJob(job.id))?.lastError).toBe(message);
   });

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CancellationRequestedError, JobContext, type Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 let schema: string;
 let cleanup: () => Promise<void>;
@@ -31,8 +32,9 @@ describe("watchdog", () => {
     await node.start();
     const hard: string[] = [];
     node.on("watchdog:hard-timeout", (e) => hard.push(e.job.id));
+    const jobSucceeded = jobEvent(node.events, "job:succeeded");
     const job = await node.enqueue("slowish", {});
-    await node.events.next("job:succeeded", (e) => e.job.id === job.id);
+    await jobSucceeded.for(job.id);
     expect(await node.getJob(job.id)).toMatchObject({ status: "SUCCEEDED", result: false });
     expect(hard).toEqual([]);
   });
@@ -49,10 +51,12 @@ describe("watchdog", () => {
       { timeoutMs: 150, maxAttempts: 2, ...fast },
     );
     await node.start();
+    const jobRetried = jobEvent(node.events, "job:retried");
+    const jobDead = jobEvent(node.events, "job:dead");
     const job = await node.enqueue("stuck", {});
-    const retried = await node.events.next("job:retried", (e) => e.job.id === job.id);
+    const retried = await jobRetried.for(job.id);
     expect(retried.timedOut).toBe(true);
-    const dead = await node.events.next("job:dead", (e) => e.job.id === job.id);
+    const dead = await jobDead.for(job.id);
     expect(dead).toMatchObject({ reason: "exhausted", timedOut: true });
     expect(signals).toHaveLength(2);
     expect(signals.every((s) => s.aborted)).toBe(true);
@@ -80,8 +84,9 @@ describe("watchdog", () => {
       await node.start();
       const hard: string[] = [];
       node.on("watchdog:hard-timeout", (e) => hard.push(e.job.id));
+      const jobDead = jobEvent(node.events, "job:dead");
       const job = await node.enqueue("units", {});
-      const dead = await node.events.next("job:dead", (e) => e.job.id === job.id);
+      const dead = await jobDead.for(job.id);
       expect(dead.timedOut).toBe(true);
       expect(dead.error).toBeInstanceOf(CancellationRequestedError);
       expect(hard).toEqual([]);
@@ -98,8 +103,9 @@ describe("watchdog", () => {
         { timeoutMs: 1000, maxAttempts: 1 },
       );
       await node.start();
+      const jobDead = jobEvent(node.events, "job:dead");
       const job = await node.enqueue("wrapped", {});
-      expect((await node.events.next("job:dead", (e) => e.job.id === job.id)).timedOut).toBe(true);
+      expect((await jobDead.for(job.id)).timedOut).toBe(true);
     });
 
     it("one created before the request is an ordinary failure", async () => {
@@ -114,8 +120,9 @@ describe("watchdog", () => {
         { timeoutMs: 1000, maxAttempts: 1 },
       );
       await node.start();
+      const jobDead = jobEvent(node.events, "job:dead");
       const job = await node.enqueue("early", {});
-      expect((await node.events.next("job:dead", (e) => e.job.id === job.id)).timedOut).toBe(false);
+      expect((await jobDead.for(job.id)).timedOut).toBe(false);
     });
 
     it("one kept from an earlier attempt is an ordinary failure", async () => {
@@ -132,9 +139,11 @@ describe("watchdog", () => {
         { timeoutMs: 1000, maxAttempts: 2, ...fast },
       );
       await node.start();
+      const jobRetried = jobEvent(node.events, "job:retried");
+      const jobDead = jobEvent(node.events, "job:dead");
       const job = await node.enqueue("kept", {});
-      expect((await node.events.next("job:retried", (e) => e.job.id === job.id)).timedOut).toBe(true);
-      const dead = await node.events.next("job:dead", (e) => e.job.id === job.id);
+      expect((await jobRetried.for(job.id)).timedOut).toBe(true);
+      const dead = await jobDead.for(job.id);
       expect(dead.timedOut).toBe(false);
       expect(dead.error).toBe(kept);
     });
@@ -150,8 +159,9 @@ describe("watchdog", () => {
         { timeoutMs: 1000, maxAttempts: 1 },
       );
       await node.start();
+      const jobSucceeded = jobEvent(node.events, "job:succeeded");
       const job = await node.enqueue("finisher", {});
-      await node.events.next("job:succeeded", (e) => e.job.id === job.id);
+      await jobSucceeded.for(job.id);
       expect((await node.getJob(job.id))?.result).toBe(true);
     });
   });

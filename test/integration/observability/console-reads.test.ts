@@ -13,6 +13,7 @@ import { searchJobs } from "../../../src/store/operator/job-search-sql.js";
 import { tablesFor, type Tables } from "../../../src/db/sql.js";
 import { layoutFlowGraph } from "../../../observability/console/flow-graph.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -39,12 +40,11 @@ describe("readOverview", () => {
       throw new NonRetryableError("no");
     });
     await node.start();
+    const jobSucceeded = jobEvent(node.events, "job:succeeded");
     const ok = await node.enqueue("ok.run", {});
+    const jobDead = jobEvent(node.events, "job:dead");
     const bad = await node.enqueue("bad.run", {});
-    await Promise.all([
-      node.events.next("job:succeeded", (e) => e.job.id === ok.id),
-      node.events.next("job:dead", (e) => e.job.id === bad.id),
-    ]);
+    await Promise.all([jobSucceeded.for(ok.id), jobDead.for(bad.id)]);
     await node.close();
 
     // Pending jobs nobody runs: three mail jobs in two queues, and one report at a higher priority.
@@ -145,8 +145,9 @@ describe("searchJobs", () => {
     const node = testPawl(schema);
     node.register("search.done", async () => ({}));
     await node.start();
+    const jobSucceeded = jobEvent(node.events, "job:succeeded");
     const done = await node.enqueue("search.done", { note: "acme, finished" });
-    await node.events.next("job:succeeded", (e) => e.job.id === done.id);
+    await jobSucceeded.for(done.id);
     await node.close();
     // Ids from 996 on: the 12 cross 999 -> 1000, so an order by the id's text ("999" > "1000") shows.
     await pool.query(`SELECT setval(pg_get_serial_sequence('${t.jobs}', 'id'), 995)`);

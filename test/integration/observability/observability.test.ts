@@ -22,6 +22,7 @@ import {
   type PawlMetrics,
 } from "../../../observability/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 const token = "t0ken-" + randomBytes(4).toString("hex");
 const bus = `obs-${randomBytes(4).toString("hex")}`;
@@ -218,14 +219,12 @@ describe("metrics over HTTP after a scripted scenario", () => {
   let s2: Scrape;
   it("counts failures, a breaker that opens, and a job it hands back", async () => {
     const opened = a.events.next("breaker:change", (e) => e.to === "OPEN");
+    const jobRetried = jobEvent(a.events, "job:retried");
     const [f1, f2] = await a.enqueueMany([{ type: "flaky" }, { type: "flaky" }]);
-    await Promise.all([
-      opened,
-      a.events.next("job:retried", (e) => e.job.id === f1!.id),
-      a.events.next("job:retried", (e) => e.job.id === f2!.id),
-    ]);
+    await Promise.all([opened, jobRetried.forAll([f1!.id, f2!.id])]);
+    const jobRescheduled = jobEvent(a.events, "job:rescheduled", (e) => e.reason === "breaker");
     const f3 = await a.enqueue("flaky", {});
-    await a.events.next("job:rescheduled", (e) => e.job.id === f3.id && e.reason === "breaker");
+    await jobRescheduled.for(f3.id);
 
     s2 = await scrape();
     expect(moved(s2, s1, "pawl_job_outcomes_total")).toEqual({
@@ -253,16 +252,14 @@ describe("metrics over HTTP after a scripted scenario", () => {
 
   let s3: Scrape;
   it("counts timeouts, the watchdog's steps, DEAD jobs, a snooze and the DLQ size", async () => {
+    const jobDead = jobEvent(a.events, "job:dead");
+    const jobSnoozed = jobEvent(a.events, "job:snoozed");
     const [stuck, bad, sleepy] = await a.enqueueMany([
       { type: "stuck" },
       { type: "bad" },
       { type: "sleepy" },
     ]);
-    await Promise.all([
-      a.events.next("job:dead", (e) => e.job.id === stuck!.id),
-      a.events.next("job:dead", (e) => e.job.id === bad!.id),
-      a.events.next("job:snoozed", (e) => e.job.id === sleepy!.id),
-    ]);
+    await Promise.all([jobDead.forAll([stuck!.id, bad!.id]), jobSnoozed.for(sleepy!.id)]);
 
     s3 = await scrape();
     expect(moved(s3, s2, "pawl_job_outcomes_total")).toEqual({
@@ -291,8 +288,9 @@ describe("metrics over HTTP after a scripted scenario", () => {
   let s4: Scrape;
   it("counts a wakeup from another node through the coordinator", async () => {
     const woke = a.events.next("wakeup", (e) => e.source === "coordinator");
+    const jobSucceeded = jobEvent(a.events, "job:succeeded");
     const job = await b.enqueue("work", {}, { priority: "critical" });
-    const [wakeup] = await Promise.all([woke, a.events.next("job:succeeded", (e) => e.job.id === job.id)]);
+    const [wakeup] = await Promise.all([woke, jobSucceeded.for(job.id)]);
     expect(wakeup.hint).toMatchObject({ source: "obs-b", target: "work", priority: 30 });
 
     s4 = await scrape();
@@ -324,9 +322,10 @@ describe("the actor inspector", () => {
 
   it("shows a long job's slot, step and watchdog deadline, and enforces the token", async () => {
     before = Date.now();
+    const jobStarted = jobEvent(a.events, "job:started");
     const job = await a.enqueue("long", {});
     longId = job.id;
-    await a.events.next("job:started", (e) => e.job.id === job.id);
+    await jobStarted.for(job.id);
     after = Date.now();
 
     expect((await fetch(`${base}/debug/actors`)).status).toBe(401);
@@ -442,9 +441,10 @@ describe("the actor inspector", () => {
       "--json",
     ]);
     await vi.waitFor(() => expect(inspector.streams).toBe(1));
+    const jobSucceeded = jobEvent(a.events, "job:succeeded");
     const job = await a.enqueue("work", {});
     const r = await following;
-    await a.events.next("job:succeeded", (e) => e.job.id === job.id).catch(() => undefined);
+    await jobSucceeded.for(job.id).catch(() => undefined);
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split("\n");
     expect(lines).toHaveLength(3);

@@ -25,6 +25,7 @@ import {
 } from "../../../observability/index.js";
 import { loadStatelyModules } from "../../../observability/stately-bridge.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
 
 type Message = {
   type: string;
@@ -151,10 +152,12 @@ describe("connectStatelyInspector", () => {
       expect(bridge.connected).toBe(true);
 
       // A marker no generated id or timestamp can contain (a random node id once held "4111").
+      const jobSucceeded = jobEvent(node.events, "job:succeeded");
       const ok = await node.enqueue("bridge.ok", { card: "4111 1111 1111 1111 card-secret" });
-      await node.events.next("job:succeeded", (e) => e.job.id === ok.id);
+      await jobSucceeded.for(ok.id);
+      const jobDead = jobEvent(node.events, "job:dead");
       const failed = await node.enqueue("bridge.fail", {});
-      await node.events.next("job:dead", (e) => e.job.id === failed.id);
+      await jobDead.for(failed.id);
 
       const settled = (events: { type: string; event?: Message["event"] }[]) =>
         events.filter((e) => e.type === "@xstate.event" && e.event?.type === "SETTLED").map((e) => e.event);
@@ -205,8 +208,9 @@ describe("connectStatelyInspector", () => {
     });
     await vi.waitFor(() => expect(errors).toHaveLength(1));
     expect(bridge.connected).toBe(false);
+    const jobSucceeded = jobEvent(node.events, "job:succeeded");
     const done = await node.enqueue("bridge.ok", {});
-    await node.events.next("job:succeeded", (e) => e.job.id === done.id);
+    await jobSucceeded.for(done.id);
     const r = await relay(port);
     try {
       // The deferred events arrive: the announcements and the job's SETTLED, only slot actors' events.
@@ -237,8 +241,9 @@ describe("connectStatelyInspector", () => {
       await vi.waitFor(() =>
         expect(r.messages.some((m) => m.type === "@xstate.actor" && m.name === "poller")).toBe(true),
       );
+      const jobSucceeded = jobEvent(later.events, "job:succeeded");
       const job = await later.enqueue("bridge.later", {});
-      await later.events.next("job:succeeded", (e) => e.job.id === job.id);
+      await jobSucceeded.for(job.id);
       await vi.waitFor(() => expect(r.messages.some((m) => m.event?.type === "SETTLED")).toBe(true));
     } finally {
       bridge.close();
