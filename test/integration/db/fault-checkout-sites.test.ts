@@ -1,5 +1,5 @@
 /**
- * Every connection pawl checks out of a pool goes through store/held-client.ts, the one place that
+ * Every connection pawl checks out of a pool goes through src/db/held-client.ts, the one place that
  * listens for the client's `error` while it is held: a `pool.connect()` anywhere else is a checkout that a
  * FATAL can turn into an uncaughtException in the host. Enforced here rather than as a lint rule, by
  * reading the sources of every shipped folder.
@@ -24,7 +24,7 @@ function sources(dir: string): string[] {
 const poolCheckout = /\b\w*pool\w*\s*(\)\s*)?\.\s*connect\s*\(/gi;
 
 describe("connection checkouts", () => {
-  it("happen only in store/held-client.ts", () => {
+  it("happen only in src/db/held-client.ts", () => {
     const offenders: string[] = [];
     for (const folder of ["src", "coordinators", "observability"]) {
       for (const file of sources(join(root, folder))) {

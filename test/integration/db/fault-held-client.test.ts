@@ -2,7 +2,7 @@
  * Connection faults on a connection pawl holds, made deterministic: the backend of a client checked out by
  * pawl is terminated between two statements of a transaction, and the test waits for the client to see its
  * socket close (its `end` event) before pawl's next statement. pg reports that as an `error` event on the
- * client; before store/held-client.ts nobody listened to it while the client was checked out, and it
+ * client; before src/db/held-client.ts existed nobody listened to it while the client was checked out, and it
  * escaped as an uncaughtException (the host's process died). It must fail the operation instead, drop the
  * connection from the pool and be reported as a connection fault.
  *
