@@ -60,3 +60,29 @@ export async function startConnected(node: Pawl, timeoutMs = 20_000): Promise<vo
   await node.start();
   await connected;
 }
+
+/**
+ * Creates `n` started nodes on `schema` (distinct ids and pools, polling at least every 200 ms), after
+ * `setup` registered their handlers.
+ */
+export async function startNodes(
+  schema: string,
+  n: number,
+  setup: (node: Pawl, index: number) => void,
+  config: PawlConfig = {},
+): Promise<Pawl[]> {
+  // Idle nodes back off to at most 200 ms between polls, so work enqueued by a plain client (no wakeup)
+  // is found promptly whatever the test did before.
+  const polling = { maxDelayMs: 200, deepIdleDelayMs: 200 };
+  const nodes = Array.from({ length: n }, (_, i) =>
+    testPawl(schema, { nodeId: `${schema}-n${i}`, polling, ...config }),
+  );
+  nodes.forEach(setup);
+  await Promise.all(nodes.map((node) => node.start()));
+  return nodes;
+}
+
+/** Closes every node (ignoring nodes already closed). */
+export async function closeAll(nodes: readonly Pawl[]): Promise<void> {
+  await Promise.all(nodes.map((n) => n.close().catch(() => {})));
+}

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { NonRetryableError, type FlowCompletion, type Pawl } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { closeAll, onAny, startNodes } from "./composition-helpers.js";
+import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
+import { onAny } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;

@@ -7,9 +7,8 @@ import {
   type FlowCompletion,
   type Pawl,
 } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
-import { jobEvent } from "../../helpers/events.js";
-import { closeAll, onAny, startNodes } from "./composition-helpers.js";
+import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
+import { jobEvent, onAny } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -107,10 +106,7 @@ describe("chains", () => {
       );
       node.register("stop.done", async () => "ok");
     });
-    const completed = jobEvent(
-      nodes.map((n) => n.events),
-      "job:succeeded",
-    );
+    const completed = jobEvent(nodes, "job:succeeded");
     const chain = await nodes[1]!.chain(
       [
         { type: "stop.step", payload: { label: "a" } },
@@ -173,10 +169,7 @@ describe("workflows", () => {
         return `${p.name}!`;
       });
     });
-    const succeeded = jobEvent(
-      nodes.map((n) => n.events),
-      "job:succeeded",
-    );
+    const succeeded = jobEvent(nodes, "job:succeeded");
     const wf = await nodes[0]!.workflow({
       name: "diamond",
       jobs: [
@@ -254,10 +247,7 @@ describe("workflows", () => {
         return "last";
       });
     });
-    const succeeded = jobEvent(
-      nodes.map((n) => n.events),
-      "job:succeeded",
-    );
+    const succeeded = jobEvent(nodes, "job:succeeded");
     const wf = await nodes[0]!.workflow({
       failurePolicy: "continue",
       jobs: [
@@ -294,10 +284,7 @@ describe("batches", () => {
       });
     });
     const items = Array.from({ length: 50 }, (_, n) => ({ n }));
-    const succeeded = jobEvent(
-      nodes.map((n) => n.events),
-      "job:succeeded",
-    );
+    const succeeded = jobEvent(nodes, "job:succeeded");
     const batch = await nodes[0]!.batch({
       type: "small.row",
       items,

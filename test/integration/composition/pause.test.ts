@@ -1,9 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { JobNotFoundError, JobStateError, type Pawl, type PawlEvents } from "../../../src/index.js";
-import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { jobEvent } from "../../helpers/events.js";
-import { closeAll, count, onAny, startNodes } from "./composition-helpers.js";
+import { closeAll, setupSchema, startNodes, testPawl } from "../../helpers/pawl.js";
+import { jobEvent, onAny, record } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -52,7 +51,7 @@ describe("pausing one job", () => {
       const job = await client.enqueue("pj.work", {});
       expect(await client.pauseJob(job.id)).toMatchObject({ status: "PAUSED", pausedBy: "job" });
       nodes = await startNodes(schema, 2, (node) => node.register("pj.work", async () => "done"));
-      const started = count(nodes, "job:started", (e) => e.job.id === job.id);
+      const started = record(nodes, "job:started", (e) => e.job.id === job.id);
       await polls(nodes);
       expect(started.n).toBe(0);
       expect((await client.getJob(job.id))?.status).toBe("PAUSED");
@@ -122,7 +121,7 @@ describe("pausing a queue or a job type", () => {
     expect(await holdTriggers()).toBe(2);
     expect(await b.pauseQueue("reports")).toMatchObject({ changed: false });
 
-    const started = count(nodes, "job:started", (e) => e.job.queue === "reports");
+    const started = record(nodes, "job:started", (e) => e.job.queue === "reports");
     const held = await b.enqueueMany(Array.from({ length: 20 }, () => ({ type: "pq.work" })));
     // Counted from before the enqueue: the other queue's jobs may finish before the call returns.
     let othersDone = 0;

@@ -1,11 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { ValidationError, type Pawl } from "../../../src/index.js";
-import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { jobEvent } from "../../helpers/events.js";
+import { closeAll, setupSchema, startNodes, testPawl } from "../../helpers/pawl.js";
+import { jobEvent, onAny } from "../../helpers/events.js";
 import { claimSql } from "../../../src/store/claim/claim-jobs.js";
 import { tablesFor } from "../../../src/db/sql.js";
-import { closeAll, onAny, startNodes } from "./composition-helpers.js";
 
 let schema: string;
 let cleanup: () => Promise<void>;
@@ -89,12 +88,7 @@ describe("per-queue concurrency", () => {
       );
       const elsewhere = await client.enqueue("q.elsewhere", {}, { queue: "elsewhere" });
       await slowLanesFull;
-      const fastSucceeded = jobEvent(
-        nodes.map((n) => n.events),
-        "job:succeeded",
-        (e) => e.job.type === "q.fast",
-        30_000,
-      );
+      const fastSucceeded = jobEvent(nodes, "job:succeeded", (e) => e.job.type === "q.fast", 30_000);
       const fast = await client.enqueueMany(
         Array.from({ length: 60 }, () => ({ type: "q.fast", queue: "fast" })),
       );
@@ -155,12 +149,7 @@ describe("per-queue concurrency", () => {
       },
       { queues: { pa: 4, pb: 1 }, concurrency: undefined },
     );
-    const succeeded = jobEvent(
-      nodes.map((n) => n.events),
-      "job:succeeded",
-      undefined,
-      30_000,
-    );
+    const succeeded = jobEvent(nodes, "job:succeeded", undefined, 30_000);
     const jobs = await nodes[0]!.enqueueMany(
       Array.from({ length: 80 }, (_, i) => ({ type: i % 2 === 0 ? "p.pa" : "p.pb" })),
     );

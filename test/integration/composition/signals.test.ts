@@ -1,9 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { JobNotFoundError, JobNotWaitingError, type Pawl, type SignalDelivery } from "../../../src/index.js";
-import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { jobEvent } from "../../helpers/events.js";
-import { closeAll, onAny, startNodes } from "./composition-helpers.js";
+import { closeAll, setupSchema, startNodes, testPawl } from "../../helpers/pawl.js";
+import { jobEvent, onAny } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { Pawl, PawlConfig } from "../../../src/index.js";
-import { setupSchema } from "../../helpers/pawl.js";
+import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
+import { onAny } from "../../helpers/events.js";
 import { tablesFor } from "../../../src/db/sql.js";
-import { closeAll, onAny, startNodes } from "../composition/composition-helpers.js";
 
 // A node the cluster declared dead hands its buffered jobs back, through the one path every lane shares
 // (regression: a node with `queues` once handed back only its plain buffer, so its lane jobs ran twice).

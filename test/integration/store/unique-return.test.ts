@@ -6,12 +6,12 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import type { Pawl, PawlEvents } from "../../../src/index.js";
+import type { Pawl } from "../../../src/index.js";
 import { SignalSweeper } from "../../../src/cluster/signal-sweeper.js";
 import { parkJobs } from "../../../src/store/composition/signal-sql.js";
 import { systemClock } from "../../../src/core/clock.js";
-import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { closeAll, onAny, startNodes } from "../composition/composition-helpers.js";
+import { closeAll, setupSchema, startNodes, testPawl } from "../../helpers/pawl.js";
+import { onAny, record } from "../../helpers/events.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -80,18 +80,12 @@ async function statusOf(id: string): Promise<{ status: string; cancelReason: str
   return { status: job!.status, cancelReason: job!.cancelReason };
 }
 
-function collect<E extends keyof PawlEvents>(name: E): { seen: PawlEvents[E][]; stop: () => void } {
-  const seen: PawlEvents[E][] = [];
-  const stop = client.events.on(name, (e) => void seen.push(e));
-  return { seen, stop };
-}
-
 describe("dlq.retry", () => {
   it("retries the clean job and cancels the one whose key a live job holds, without throwing", async () => {
     const conflicting = await dead("ur.dlq", "dlq-1");
     const clean = await dead("ur.dlq", "dlq-2");
     const holder = await live("ur.dlq", "dlq-1");
-    const events = collect("job:duplicate-canceled");
+    const events = record(client, "job:duplicate-canceled");
 
     const retried = await client.dlq.retry([conflicting, clean]);
     events.stop();
@@ -123,7 +117,7 @@ describe("resuming", () => {
     const paused = await client.enqueue("ur.job", {}, { uniqueKey: "rj-1" });
     await client.pauseJob(paused.id);
     const holder = await live("ur.job", "rj-1");
-    const events = collect("job:duplicate-canceled");
+    const events = record(client, "job:duplicate-canceled");
 
     const job = await client.resumeJob(paused.id);
     events.stop();
@@ -184,7 +178,7 @@ describe("signals", () => {
   it("a signal to a parked job whose key is held cancels it and says so", async () => {
     const waiting = await parked("ur.sig", "sig-1", null);
     const holder = await live("ur.sig", "sig-1");
-    const events = collect("job:duplicate-canceled");
+    const events = record(client, "job:duplicate-canceled");
 
     const result = await client.signal(waiting, { approved: true });
     events.stop();
@@ -202,7 +196,7 @@ describe("signals", () => {
       deps: { store: client.store, config: client.config, hooks: undefined, events: client.events },
       clock: systemClock,
     });
-    const events = collect("job:duplicate-canceled");
+    const events = record(client, "job:duplicate-canceled");
 
     const r = await sweeper.runOnce();
     events.stop();
