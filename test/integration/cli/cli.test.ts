@@ -4,10 +4,10 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { promisify } from "node:util";
 import type pg from "pg";
 import { loadMigrations } from "../../../src/store/migrations/migrate.js";
-import { main } from "../../../src/cli/main.js";
 import { JobStore, type Job, type PawlClient } from "../../../src/index.js";
 import { databaseUrl, dropSchema, uniqueSchema } from "../../helpers/db.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { runCli, runCliOn } from "../../helpers/cli.js";
 
 const run = promisify(execFile);
 const root = new URL("../../../", import.meta.url).pathname;
@@ -28,20 +28,8 @@ afterAll(async () => {
   await cleanup();
 });
 
-/** Runs the CLI in-process and captures what it printed. */
-async function cli(argv: string[], env: NodeJS.ProcessEnv = {}) {
-  let stdout = "";
-  let stderr = "";
-  const code = await main(argv, {
-    stdout: (s) => void (stdout += s),
-    stderr: (s) => void (stderr += s),
-    env,
-  });
-  return { code, stdout, stderr };
-}
-
 /** Runs the CLI against this file's schema. */
-const pawlCli = (...argv: string[]) => cli([...argv, "--schema", schema, "--database-url", databaseUrl]);
+const pawlCli = (...argv: string[]) => runCliOn(schema, ...argv);
 
 const count = async () =>
   Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".scheduler_job_all`)).rows[0].n);
@@ -65,7 +53,7 @@ async function deadJob(type: string): Promise<string> {
 describe("help", () => {
   it("lists every command with --help, -h and help", async () => {
     for (const argv of [["--help"], ["-h"], ["help"]]) {
-      const r = await cli(argv);
+      const r = await runCli(argv);
       expect(r).toMatchObject({ code: 0, stderr: "" });
       for (const c of ["migrate", "enqueue", "jobs", "job", "cancel", "dlq list", "dlq retry", "dlq purge"]) {
         expect(r.stdout).toContain(`  ${c} `);
@@ -75,7 +63,7 @@ describe("help", () => {
   });
 
   it("shows a command's options, and a group's commands", async () => {
-    const enqueue = await cli(["enqueue", "--help"]);
+    const enqueue = await runCli(["enqueue", "--help"]);
     expect(enqueue.code).toBe(0);
     expect(enqueue.stdout).toContain("Usage: pawl enqueue <type> <json>");
     for (const o of [
@@ -89,9 +77,9 @@ describe("help", () => {
     ]) {
       expect(enqueue.stdout).toContain(o);
     }
-    expect((await cli(["help", "dlq", "purge"])).stdout).toContain("Usage: pawl dlq purge");
-    expect((await cli(["jobs", "-h"])).stdout).toContain("--status");
-    const dlq = await cli(["dlq", "--help"]);
+    expect((await runCli(["help", "dlq", "purge"])).stdout).toContain("Usage: pawl dlq purge");
+    expect((await runCli(["jobs", "-h"])).stdout).toContain("--status");
+    const dlq = await runCli(["dlq", "--help"]);
     expect(dlq.code).toBe(0);
     expect(dlq.stdout).toContain("dlq retry");
   });
@@ -133,12 +121,12 @@ describe("migrate", () => {
     const fresh = uniqueSchema("clim");
     try {
       const args = ["--schema", fresh, "--database-url", databaseUrl];
-      const first = await cli(["migrate", ...args]);
+      const first = await runCli(["migrate", ...args]);
       expect(first).toMatchObject({ code: 0, stderr: "" });
       const versions = loadMigrations().map((m) => m.version);
       expect(first.stdout).toContain(`schema ${fresh}: applied migration`);
       for (const v of versions) expect(first.stdout).toMatch(new RegExp(`\\b${v}\\b`));
-      const again = await cli(["migrate", "--json", ...args]);
+      const again = await runCli(["migrate", "--json", ...args]);
       expect(again.code).toBe(0);
       expect(JSON.parse(again.stdout)).toMatchObject({
         schema: fresh,
@@ -151,7 +139,7 @@ describe("migrate", () => {
   });
 
   it("takes the schema and database from PAWL_SCHEMA and DATABASE_URL", async () => {
-    const r = await cli(["migrate"], { PAWL_SCHEMA: schema, DATABASE_URL: databaseUrl });
+    const r = await runCli(["migrate"], { PAWL_SCHEMA: schema, DATABASE_URL: databaseUrl });
     expect(r).toMatchObject({ code: 0, stderr: "" });
     expect(r.stdout).toContain(`schema ${schema} is up to date`);
   });
@@ -367,15 +355,21 @@ describe("dlq", () => {
 
 describe("failures outside pawl", () => {
   it("reports an unmigrated schema, a bad schema name and an unreachable database without a stack", async () => {
-    const unmigrated = await cli(["jobs", "--schema", uniqueSchema("none"), "--database-url", databaseUrl]);
+    const unmigrated = await runCli([
+      "jobs",
+      "--schema",
+      uniqueSchema("none"),
+      "--database-url",
+      databaseUrl,
+    ]);
     expect(unmigrated.code).toBe(1);
     expect(unmigrated.stderr).toContain('has "pawl migrate" run for this schema?');
 
-    const badName = await cli(["jobs", "--schema", "Not-A-Schema", "--database-url", databaseUrl]);
+    const badName = await runCli(["jobs", "--schema", "Not-A-Schema", "--database-url", databaseUrl]);
     expect(badName.code).toBe(1);
     expect(badName.stderr).toContain("(INVALID_SCHEMA_NAME)");
 
-    const down = await cli([
+    const down = await runCli([
       "jobs",
       "--schema",
       schema,

@@ -4,11 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { main } from "../../../src/cli/main.js";
 import type { Pawl } from "../../../src/index.js";
 import type { NodeInfo } from "../../../src/store/cluster/node-sql.js";
-import { databaseUrl } from "../../helpers/db.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { runCliOn } from "../../helpers/cli.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -23,17 +22,6 @@ afterAll(async () => {
   await pawl.close();
   await cleanup();
 });
-
-async function cli(...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await main([...argv, "--schema", schema, "--database-url", databaseUrl], {
-    stdout: (s) => void (stdout += s),
-    stderr: (s) => void (stderr += s),
-    env: {},
-  });
-  return { code, stdout, stderr };
-}
 
 const info = (types: string[]): NodeInfo => ({
   version: "test",
@@ -60,7 +48,7 @@ describe("pawl nodes", () => {
     await pawl.store.writeHeartbeat("node-gone", info(["old.type"]), new Date(dbNow.getTime() - 3_600_000));
     await pawl.store.acquireLock("orphan-sweep", "node-live", 60_000);
 
-    const text = await cli("nodes");
+    const text = await runCliOn(schema, "nodes");
     expect(text.code).toBe(0);
     const lines = text.stdout.split("\n");
     const live = lines.find((l) => l.startsWith("node-live"));
@@ -70,7 +58,7 @@ describe("pawl nodes", () => {
     expect(text.stdout).toMatch(/orphan-sweep\s+node-live\s+yes\s+\d+\.\ds/);
     expect(text.stdout).toContain("(2 nodes)");
 
-    const { stdout, code } = await cli("nodes", "--json");
+    const { stdout, code } = await runCliOn(schema, "nodes", "--json");
     expect(code).toBe(0);
     const doc = JSON.parse(stdout) as {
       nodes: { nodeId: string; alive: boolean; heartbeatAgeMs: number; types: string[] }[];
@@ -101,7 +89,7 @@ describe("pawl stats", () => {
       [first.id],
     );
 
-    const { stdout, code } = await cli("stats", "--json");
+    const { stdout, code } = await runCliOn(schema, "stats", "--json");
     expect(code).toBe(0);
     const o = JSON.parse(stdout) as {
       byStatus: Record<string, number>;
@@ -122,7 +110,7 @@ describe("pawl stats", () => {
     expect(o.oldestPendingMs).toBeGreaterThanOrEqual(59_000);
     expect(o.lastHour.canceled).toBe(1);
 
-    const text = await cli("stats");
+    const text = await runCliOn(schema, "stats");
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^STATUS\s+JOBS\nPENDING\s+4$/m);
     expect(text.stdout).toContain(`oldest due PENDING job: ${first.id} (waiting 1m 0`);
@@ -131,7 +119,7 @@ describe("pawl stats", () => {
   });
 
   it("refuses a bad --groups as a usage error", async () => {
-    const r = await cli("stats", "--groups", "0");
+    const r = await runCliOn(schema, "stats", "--groups", "0");
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("--groups takes an integer from 1 to 1000");
   });
@@ -142,18 +130,18 @@ describe("pawl schedules", () => {
     await pawl.schedule("nightly-report", "0 3 * * *", { full: true }, { type: "report.build" });
     await pawl.schedule("hourly-sync", "0 * * * *", {}, { timezone: "Europe/Paris" });
 
-    const text = await cli("schedules");
+    const text = await runCliOn(schema, "schedules");
     expect(text.code).toBe(0);
     const rows = text.stdout.split("\n");
     expect(rows[0]).toMatch(/^NAME\s+CRON\s+TIMEZONE\s+TYPE\s+NEXT FIRE\s+IN\s+LAST FIRED\s+ENABLED$/);
     expect(rows[1]).toMatch(/^hourly-sync\s+0 \* \* \* \*\s+Europe\/Paris\s+hourly-sync\s+\S+:00:00Z\s/);
     expect(rows[2]).toMatch(/^nightly-report\s+0 3 \* \* \*\s+UTC\s+report\.build\s+\S+T03:00:00Z\s/);
 
-    const page = await cli("schedules", "--limit", "1", "--json");
+    const page = await runCliOn(schema, "schedules", "--limit", "1", "--json");
     const doc = JSON.parse(page.stdout) as { schedules: { name: string; nextFireAt: string }[] };
     expect(doc.schedules.map((s) => s.name)).toEqual(["hourly-sync"]);
     expect(new Date(doc.schedules[0]!.nextFireAt).getUTCMinutes()).toBe(0);
-    const next = await cli("schedules", "--after", "hourly-sync", "--json");
+    const next = await runCliOn(schema, "schedules", "--after", "hourly-sync", "--json");
     expect(
       (JSON.parse(next.stdout) as { schedules: { name: string }[] }).schedules.map((s) => s.name),
     ).toEqual(["nightly-report"]);

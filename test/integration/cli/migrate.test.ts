@@ -5,9 +5,9 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { main } from "../../../src/cli/main.js";
 import { loadMigrations, migrationScript } from "../../../src/store/migrations/migrate.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../../helpers/db.js";
+import { runCli } from "../../helpers/cli.js";
 
 const pool = testPool();
 const schemas: string[] = [];
@@ -22,20 +22,8 @@ const fresh = (prefix: string) => {
   return schema;
 };
 
-/** Runs the CLI in-process and captures what it printed. */
-async function cli(argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await main(argv, {
-    stdout: (s) => void (stdout += s),
-    stderr: (s) => void (stderr += s),
-    env: {},
-  });
-  return { code, stdout, stderr };
-}
-
 const on = (schema: string, ...argv: string[]) =>
-  cli(["migrate", ...argv, "--schema", schema, "--database-url", databaseUrl]);
+  runCli(["migrate", ...argv, "--schema", schema, "--database-url", databaseUrl]);
 
 const all = loadMigrations();
 
@@ -56,7 +44,7 @@ describe("pawl --version", () => {
   it("prints the version in package.json", async () => {
     const { version } = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8"));
     for (const flag of ["--version", "-V"]) {
-      expect(await cli([flag])).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+      expect(await runCli([flag])).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
     }
   });
 });

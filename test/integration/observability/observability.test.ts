@@ -11,7 +11,6 @@ import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
 import { NonRetryableError, Snooze, type Pawl } from "../../../src/index.js";
-import { main } from "../../../src/cli/main.js";
 import {
   createInspector,
   createMetrics,
@@ -23,6 +22,7 @@ import {
 } from "../../../observability/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
+import { runCli } from "../../helpers/cli.js";
 
 const token = "t0ken-" + randomBytes(4).toString("hex");
 const bus = `obs-${randomBytes(4).toString("hex")}`;
@@ -87,13 +87,6 @@ function moved(after: Scrape, before: Scrape, prefix: string): Record<string, nu
     if (d !== 0) out[k] = d;
   }
   return out;
-}
-
-async function cli(argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await main(argv, { stdout: (s) => void (stdout += s), stderr: (s) => void (stderr += s) });
-  return { code, stdout, stderr };
 }
 
 beforeAll(async () => {
@@ -364,7 +357,7 @@ describe("the actor inspector", () => {
   });
 
   it("pawl inspect prints the tree, and fails clearly without the token", async () => {
-    const r = await cli(["inspect", base, "--token", token]);
+    const r = await runCli(["inspect", base, "--token", token], process.env);
     expect(r).toMatchObject({ code: 0, stderr: "" });
     expect(r.stdout).toContain("node obs-a  running");
     expect(r.stdout).toContain(`slot-${slot}  job ${longId} (long, attempt 1)  step running  watchdog`);
@@ -372,14 +365,14 @@ describe("the actor inspector", () => {
     expect(r.stdout).toMatch(/idle slots?: slot-/);
     expect(r.stdout).toContain("coordinator: transport=in-memory connected=true");
 
-    const json = await cli(["inspect", `${base}/debug/actors`, "--token", token, "--json"]);
+    const json = await runCli(["inspect", `${base}/debug/actors`, "--token", token, "--json"], process.env);
     expect(json.code).toBe(0);
     expect((JSON.parse(json.stdout) as ActorsView).busy[0]?.job.id).toBe(longId);
 
-    const refused = await cli(["inspect", base]);
+    const refused = await runCli(["inspect", base], process.env);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("401");
-    expect((await cli(["inspect", "not a url"])).code).toBe(2);
+    expect((await runCli(["inspect", "not a url"], process.env)).code).toBe(2);
   });
 
   it("streams inspection events over SSE, filtered by actor, subscribed only while a client listens", async () => {
@@ -428,18 +421,10 @@ describe("the actor inspector", () => {
   });
 
   it("pawl inspect --follow streams events until --count", async () => {
-    const following = cli([
-      "inspect",
-      base,
-      "--token",
-      token,
-      "--follow",
-      "--actor",
-      "slot-",
-      "--count",
-      "2",
-      "--json",
-    ]);
+    const following = runCli(
+      ["inspect", base, "--token", token, "--follow", "--actor", "slot-", "--count", "2", "--json"],
+      process.env,
+    );
     await vi.waitFor(() => expect(inspector.streams).toBe(1));
     const jobSucceeded = jobEvent(a.events, "job:succeeded");
     const job = await a.enqueue("work", {});
