@@ -33,8 +33,9 @@ import { databaseUrl } from "../helpers/db.js";
 import { privateMember, removePrivateMember, startMember, type MemberRef } from "../helpers/hazelcast.js";
 import { setupSchema } from "../helpers/pawl.js";
 import {
-  installRecorders,
   insertWork,
+  installRecorders,
+  killAll,
   NodeProcess,
   runStats,
   statusCounts,
@@ -347,8 +348,7 @@ async function faultRun(prefix: string, spec: (schema: string) => string, server
 
 describe.skipIf(!enabled)("coordinator outages under running nodes (destructive)", () => {
   afterAll(async () => {
-    for (const p of allProcs) if (p.alive) p.child.kill("SIGKILL");
-    await Promise.all(allProcs.map((p) => p.exited));
+    await killAll(allProcs);
     // Whatever happened, the broker runs again and the private member is gone.
     for (const s of servers) await s.restore();
     if (member) await removePrivateMember(member).catch((error: unknown) => console.warn(String(error)));

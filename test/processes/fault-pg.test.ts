@@ -21,8 +21,9 @@ import { createPawl, type Pawl } from "../../src/index.js";
 import { databaseUrl } from "../helpers/db.js";
 import { setupSchema } from "../helpers/pawl.js";
 import {
-  installRecorders,
   insertWork,
+  installRecorders,
+  killAll,
   NodeProcess,
   runStats,
   statusCounts,
@@ -69,8 +70,7 @@ describe.skipIf(!enabled)("PostgreSQL faults at every checkout site (destructive
     client = createPawl({ connectionString: databaseUrl, schema });
   });
   afterAll(async () => {
-    for (const p of procs) if (p.alive) p.child.kill("SIGKILL");
-    await Promise.all(procs.map((p) => p.exited));
+    await killAll(procs);
     // Whatever happened, the server is left running for whoever comes next.
     await pgctl("start").catch(() => {});
     await until(async () => (await pool.query("SELECT 1"), true), 60_000, "the database");

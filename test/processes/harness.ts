@@ -218,6 +218,12 @@ export async function runStats(pool: pg.Pool, schema: string) {
   return rows[0]!;
 }
 
+/** kill -9 of every process still alive; resolves once all of them have exited. */
+export async function killAll(procs: readonly NodeProcess[]): Promise<void> {
+  for (const p of procs) if (p.alive) p.child.kill("SIGKILL");
+  await Promise.all(procs.map((p) => p.exited));
+}
+
 /** What the processes printed, for a failing test's output. */
 export function dump(procs: readonly NodeProcess[]): string {
   return procs

@@ -10,8 +10,9 @@ import type pg from "pg";
 import { setupSchema } from "../helpers/pawl.js";
 import {
   fastCluster,
-  installRecorders,
   insertWork,
+  installRecorders,
+  killAll,
   NodeProcess,
   runStats,
   statusCounts,
@@ -29,8 +30,7 @@ beforeAll(async () => {
   await installRecorders(pool, schema);
 });
 afterAll(async () => {
-  for (const p of procs) if (p.alive) p.child.kill("SIGKILL");
-  await Promise.all(procs.map((p) => p.exited));
+  await killAll(procs);
   await cleanup();
 });
 

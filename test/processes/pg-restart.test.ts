@@ -15,7 +15,15 @@ import { execFile } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { setupSchema } from "../helpers/pawl.js";
-import { installRecorders, insertWork, NodeProcess, runStats, statusCounts, until } from "./harness.js";
+import {
+  insertWork,
+  installRecorders,
+  killAll,
+  NodeProcess,
+  runStats,
+  statusCounts,
+  until,
+} from "./harness.js";
 
 const enabled = process.env.PAWL_DESTRUCTIVE_TESTS === "1";
 const [version, name] = (process.env.PAWL_PG_CLUSTER ?? "15 main").split(/\s+/) as [string, string];
@@ -44,8 +52,7 @@ describe.skipIf(!enabled)("PostgreSQL restart under running nodes (destructive)"
     await installRecorders(pool, schema);
   });
   afterAll(async () => {
-    for (const p of procs) if (p.alive) p.child.kill("SIGKILL");
-    await Promise.all(procs.map((p) => p.exited));
+    await killAll(procs);
     await until(async () => (await pool.query("SELECT 1"), true), 30_000, "the database");
     await cleanup();
   });

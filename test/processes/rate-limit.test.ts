@@ -14,7 +14,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { setupSchema } from "../helpers/pawl.js";
-import { installRecorders, insertWork, NodeProcess, statusCounts, until, withDump } from "./harness.js";
+import {
+  insertWork,
+  installRecorders,
+  killAll,
+  NodeProcess,
+  statusCounts,
+  until,
+  withDump,
+} from "./harness.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -39,8 +47,7 @@ beforeAll(async () => {
       FOR EACH ROW EXECUTE FUNCTION ${s}.rate_audit_fn();`);
 });
 afterAll(async () => {
-  for (const p of procs) if (p.alive) p.child.kill("SIGKILL");
-  await Promise.all(procs.map((p) => p.exited));
+  await killAll(procs);
   await cleanup();
 });
 

@@ -7,13 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { setupSchema } from "../helpers/pawl.js";
 import {
-  installRecorders,
-  withDump,
   insertWork,
+  installRecorders,
+  killAll,
   NodeProcess,
   runStats,
   statusCounts,
   until,
+  withDump,
 } from "./harness.js";
 
 let schema: string;
@@ -26,8 +27,7 @@ beforeAll(async () => {
   await installRecorders(pool, schema);
 });
 afterAll(async () => {
-  for (const p of procs) if (p.alive) p.child.kill("SIGKILL");
-  await Promise.all(procs.map((p) => p.exited));
+  await killAll(procs);
   await cleanup();
 });
 
