@@ -214,15 +214,19 @@ export abstract class BaseCoordinator implements Coordinator {
     this.emit("connected");
   }
 
-  /** Reports a lost (or never made) connection: warns and emits `disconnected` once per outage. */
-  protected markDisconnected(error: unknown): void {
+  /**
+   * Reports a lost (or never made) connection: warns (unless `warn` is false, when the transport has
+   * said why itself) and emits `disconnected` once per outage.
+   */
+  protected markDisconnected(error: unknown, warn = true): void {
     if (this.closed) return;
     this.connectedNow = false;
     if (this.outageReported) return;
     this.outageReported = true;
-    this.log.warn("coordinator: disconnected; wakeups are off until it reconnects, polling continues", {
-      error: error instanceof Error ? error.message : String(error),
-    });
+    if (warn)
+      this.log.warn("coordinator: disconnected; wakeups are off until it reconnects, polling continues", {
+        error: error instanceof Error ? error.message : String(error),
+      });
     this.emit("disconnected", error);
   }
 

@@ -29,6 +29,11 @@ export interface PostgresCoordinatorInput {
   connectTimeoutMs?: number;
   /** `application_name` of the listening connection (finds it in pg_stat_activity). Default `pawl-wakeup-<nodeId>`. */
   applicationName?: string;
+  /**
+   * How long a LISTEN probe may take before the connection is judged deaf (a transaction pooler), ms.
+   * Default 5,000.
+   */
+  listenProbeMs?: number;
 }
 
 /** The resolved configuration of the postgres coordinator. */
@@ -39,6 +44,7 @@ export interface PostgresCoordinatorConfig {
   readonly paranoidCheckingMs: number;
   readonly connectTimeoutMs: number;
   readonly applicationName: string | undefined;
+  readonly listenProbeMs: number;
 }
 
 /** PostgreSQL's identifier limit (NAMEDATALEN - 1), which channel names share. */
@@ -113,5 +119,6 @@ export function resolvePostgresConfig(input: PostgresCoordinatorInput): Postgres
     ),
     connectTimeoutMs: coordinatorInt("connectTimeoutMs", input.connectTimeoutMs ?? 5_000, 100, 600_000),
     applicationName: input.applicationName,
+    listenProbeMs: coordinatorInt("listenProbeMs", input.listenProbeMs ?? 5_000, 100, 600_000),
   };
 }

@@ -11,6 +11,9 @@
  * it does not unref, keeps the process alive until it ends (at most `reconnect.maxDelayMs`).
  *
  * NOTIFY is not durable: anything sent while this node is reconnecting is lost, hence the catch-up poll.
+ * A LISTEN through a transaction pooler hears nothing at all, silently; after each (re)connect a probe
+ * (listen-probe.ts) checks that the connection hears, and a deaf one is reported as a warning naming
+ * `directConnectionString` and treated as disconnected, so the node and waitFor poll instead.
  * {@link PostgresCoordinator.inTransaction} offers the transactional path: the store runs `pg_notify`
  * inside the enqueuing transaction, so the hint is delivered at COMMIT and a rollback wakes nobody.
  */
@@ -18,6 +21,8 @@ import pgListen from "pg-listen";
 import { BaseCoordinator } from "../base-coordinator.js";
 import { backoffDelay, withJitter, type CoordinatorOptions } from "../coordinator-options.js";
 import { encodeHint } from "../hint-codec.js";
+import { randomBytes } from "node:crypto";
+import { probeChannelName, sendProbe } from "./listen-probe.js";
 import type { FoldedNotify, TransactionalNotify, WakeupHint } from "../spi.js";
 import {
   resolvePostgresConfig,
@@ -51,6 +56,12 @@ export class PostgresCoordinator extends BaseCoordinator {
   private firstAttemptDone = false;
   private readonly queue: string[] = [];
   private sending = false;
+  /** This instance's own channel for the LISTEN probe (listen-probe.ts). */
+  private readonly probeChannel = probeChannelName();
+  /** The probe in flight: its token and its deadline timer. */
+  private probing: { token: string; timer: NodeJS.Timeout } | undefined;
+  /** True while the last probe went unheard (the connection cannot LISTEN). */
+  private deaf = false;
 
   constructor(input: PostgresCoordinatorInput, options: CoordinatorOptions) {
     super("postgres", options);
@@ -118,13 +129,14 @@ export class PostgresCoordinator extends BaseCoordinator {
     const events = subscriber.events;
     events.on("notification", (n) => {
       if (n.channel === this.config.channel) this.receive(n.payload ?? "");
+      else if (n.channel === this.probeChannel) this.probeHeard(String(n.payload ?? ""));
     });
     // pg-listen announces each reconnect attempt; the first one of an outage is the moment it was lost.
     events.on("reconnect", () => this.markDisconnected(new Error("PostgreSQL listener connection lost")));
     events.on("connected", () => {
       if (this.closed)
         void subscriber.close().catch(() => {}); // a reconnect that finished after close()
-      else if (this.firstAttemptDone) this.markConnected();
+      else if (this.firstAttemptDone) this.connectedAndProbe();
     });
     events.on("error", (error) => {
       if (this.closed) return;
@@ -136,10 +148,13 @@ export class PostgresCoordinator extends BaseCoordinator {
     // background retries that begin when this very first attempt fails.
     const listening = subscriber.listenTo(this.config.channel);
     listening?.catch(() => {});
+    const listeningProbe = subscriber.listenTo(this.probeChannel);
+    listeningProbe?.catch(() => {});
     try {
       await subscriber.connect();
       await listening;
-      this.markConnected();
+      await listeningProbe;
+      this.connectedAndProbe();
     } finally {
       this.firstAttemptDone = true;
     }
@@ -154,6 +169,8 @@ export class PostgresCoordinator extends BaseCoordinator {
 
   protected async shutdown(): Promise<void> {
     this.queue.length = 0;
+    if (this.probing) clearTimeout(this.probing.timer);
+    this.probing = undefined;
     const subscriber = this.subscriber;
     this.subscriber = undefined;
     await subscriber?.close();
@@ -178,6 +195,53 @@ export class PostgresCoordinator extends BaseCoordinator {
         this.sending = false;
         this.pump();
       });
+  }
+
+  /** Reports the (re)connection, unless the last probe found the connection deaf, and probes it. */
+  private connectedAndProbe(): void {
+    if (!this.deaf) this.markConnected();
+    this.probe();
+  }
+
+  /**
+   * Sends a probe from another connection and waits `listenProbeMs` for it. Unheard, the connection is
+   * deaf (a transaction pooler): warned once, naming the fix, and reported disconnected so the node polls.
+   */
+  private probe(): void {
+    if (this.closed || this.probing) return;
+    const token = randomBytes(8).toString("hex");
+    const timer = setTimeout(() => {
+      if (this.probing?.token !== token || this.closed) return;
+      this.probing = undefined;
+      if (!this.deaf) {
+        this.deaf = true;
+        this.log.warn(
+          "postgres coordinator: LISTEN hears nothing on this connection (a transaction pooler such as " +
+            "PgBouncer, RDS Proxy or Supavisor?); set directConnectionString (env PAWL_DIRECT_DATABASE_URL) " +
+            "to a direct connection to the database. Until then wakeups are off and jobs are found by polling",
+          { listenProbeMs: this.config.listenProbeMs },
+        );
+      }
+      this.markDisconnected(new Error("LISTEN hears nothing: set directConnectionString"), false);
+    }, this.config.listenProbeMs);
+    timer.unref();
+    this.probing = { token, timer };
+    sendProbe(this.config.connectionString, this.probeChannel, token, this.config.connectTimeoutMs).catch(
+      (error: unknown) =>
+        this.log.debug("postgres coordinator: could not send the LISTEN probe", { error: String(error) }),
+    );
+  }
+
+  /** A probe came back: the connection hears. */
+  private probeHeard(token: string): void {
+    if (this.probing?.token !== token) return;
+    clearTimeout(this.probing.timer);
+    this.probing = undefined;
+    if (this.deaf) {
+      this.deaf = false;
+      this.log.info("postgres coordinator: LISTEN hears notifications again");
+      this.markConnected();
+    }
   }
 
   /** pg-listen's retry interval; throwing is how a closed coordinator stops pg-listen's retry loop. */

@@ -81,9 +81,12 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
     this.ownsPool = this.config.pool === undefined;
     this.pool =
       this.config.pool ??
-      createPool(this.config.connectionString, this.config.maxConnections, this.config.logger, "pawl");
+      createPool(this.config.connectionString, this.config.maxConnections, this.config.logger, "pawl", {
+        sessionSettings: this.config.preparedStatements,
+      });
     this.store = new PostgresJobStore(this.pool, this.config.schema, undefined, {
       succeeded: this.config.keepSucceeded ? "keep" : "delete",
+      preparedStatements: this.config.preparedStatements,
     });
     this.dlq = deadLetterQueue<Tasks>(this.store, this.hooks);
     this.tracing = this.config.tracing ? new PawlTracing(this.config.tracing) : null;

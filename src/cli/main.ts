@@ -8,6 +8,7 @@
  */
 import { createPawl } from "../index.js";
 import { PawlError } from "../core/errors.js";
+import { booleanEnv } from "../input/config.js";
 import type { PawlClient } from "../api/client.js";
 import { parse, stringOpt, UsageError } from "./args.js";
 import type { CliIo, Command, CommandContext } from "./command.js";
@@ -155,9 +156,12 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
         if (pawl === undefined && connectionString) {
           checkDatabaseUrl(connectionString, urlOption === undefined ? "DATABASE_URL" : "--database-url");
         }
+        // Behind a transaction pooler the CLI runs unnamed statements too (PAWL_PREPARED_STATEMENTS=false).
+        const preparedStatements = booleanEnv("PAWL_PREPARED_STATEMENTS", env.PAWL_PREPARED_STATEMENTS);
         return (pawl ??= createPawl({
           ...(connectionString ? { connectionString } : {}),
           ...(schema ? { schema } : {}),
+          ...(preparedStatements === undefined ? {} : { preparedStatements }),
           maxConnections: 2,
         }));
       },

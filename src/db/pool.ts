@@ -38,13 +38,29 @@ export function connectTimeoutOf(connectionString: string): number {
     : DEFAULT_CONNECT_TIMEOUT_MS;
 }
 
+/** How {@link createPool} sets up its connections. */
+export interface CreatePoolOptions {
+  /**
+   * Whether each new connection gets pawl's session settings (see connectHook). Default true. False for
+   * a transaction pooler (`preparedStatements: false`): a `SET` there lands on whichever server connection
+   * the pooler hands out, stays on it for other clients, and is not on the next one pawl gets.
+   */
+  sessionSettings?: boolean;
+}
+
 /**
  * Creates a pool for pawl. A `pglite://` URL gives the embedded database instead (docs/embedded.md): a
  * pool of one connection to PGlite in this process, whatever `max` says.
  *
  * @throws PawlError `INVALID_CONFIG` when the embedded URL is malformed or its directory is in use.
  */
-export function createPool(connectionString: string, max: number, logger: Logger, name = "pawl"): pg.Pool {
+export function createPool(
+  connectionString: string,
+  max: number,
+  logger: Logger,
+  name = "pawl",
+  options: CreatePoolOptions = {},
+): pg.Pool {
   if (isEmbeddedUrl(connectionString)) return new EmbeddedPool(connectionString, logger);
   const pool = new pg.Pool({
     connectionString,
@@ -53,7 +69,7 @@ export function createPool(connectionString: string, max: number, logger: Logger
     idleTimeoutMillis: 30_000,
     keepAlive: true,
     application_name: name,
-    onConnect: connectHook(logger),
+    ...(options.sessionSettings === false ? {} : { onConnect: connectHook(logger) }),
   });
   watchIdleErrors(pool, logger);
   return pool;

@@ -1,6 +1,9 @@
 /**
  * The shared SQL plumbing: what can run a query, and the qualified table names of one schema. Every
- * statement is built once per schema and named, so pg prepares it once per connection.
+ * statement is built once per schema and named, so pg prepares it once per connection, unless the schema's
+ * {@link Tables} say `prepared: false` (createPawl's `preparedStatements: false`, for transaction poolers
+ * that cannot carry a named statement from one transaction to the next): then {@link named} leaves the
+ * name out and every statement runs unnamed. `named` is the only place a statement name is made.
  */
 import type { QueryConfig, QueryResult, QueryResultRow } from "pg";
 import { quoteSchema } from "./schema-name.js";
@@ -80,14 +83,24 @@ export interface Tables {
   nodes: string;
   locks: string;
   permits: string;
+  /**
+   * Whether {@link named} statements carry their names (prepared once per connection). False behind a
+   * transaction pooler: see createPawl's `preparedStatements`.
+   */
+  prepared: boolean;
 }
 
-/** Builds {@link Tables} for a schema (validating the name). */
-export function tablesFor(schema: string): Tables {
+/**
+ * Builds {@link Tables} for a schema (validating the name).
+ *
+ * @param prepared Whether statements are named, so pg prepares them (default true).
+ */
+export function tablesFor(schema: string, prepared = true): Tables {
   const s = quoteSchema(schema);
   return {
     schema,
     s,
+    prepared,
     jobs: `${s}.scheduler_job_queue`,
     finished: `${s}.scheduler_job_finished`,
     all: `${s}.scheduler_job_all`,
@@ -99,9 +112,12 @@ export function tablesFor(schema: string): Tables {
 
 /**
  * A named statement: pg prepares it once per connection. Names must be unique per text, so the schema
- * goes into the name.
+ * goes into the name. With `t.prepared` false the statement goes out unnamed (parsed and planned on each
+ * run), which is what a transaction pooler needs: a name prepared on one server connection is unknown on
+ * the next one the pooler hands out ("prepared statement ... does not exist"), or already taken there.
  */
 export function named(t: Tables, name: string, text: string): (values: unknown[]) => QueryConfig {
+  if (!t.prepared) return (values) => ({ text, values });
   const full = `pawl_${t.schema}_${name}`;
   return (values) => ({ name: full, text, values });
 }

@@ -26,6 +26,7 @@ import { resolveQueueLimits } from "./queue-config.js";
 import { resolveTracing, type ResolvedTracing, type TracingOptions } from "./tracing-options.js";
 import { embeddedCoordinator, usesEmbeddedDatabase } from "./embedded-config.js";
 import { poolConnectionString } from "../db/pool-url.js";
+import { emptyToUndefined, resolveDirectConnectionString } from "./pooler-config.js";
 
 /** Options of {@link createPawl}. Every field is optional. */
 export interface PawlConfig extends RuntimeOptions {
@@ -41,6 +42,21 @@ export interface PawlConfig extends RuntimeOptions {
    * give `connectionString` too when they cannot be written as a URL (a password function).
    */
   pool?: pg.Pool;
+  /**
+   * A direct (session) connection to the same database, for what cannot go through a transaction pooler
+   * (docs/deployment.md#transaction-poolers): the postgres coordinator's LISTEN connection. Everything
+   * else uses `connectionString` (or `pool`): pawl holds no session state there (its advisory locks and
+   * `SET LOCAL`s end with their transaction, and migrations run in one transaction each). Env `PAWL_DIRECT_DATABASE_URL`;
+   * default: none (everything uses `connectionString`).
+   */
+  directConnectionString?: string;
+  /**
+   * Whether pawl names its statements, so PostgreSQL prepares each once per connection. `false` runs every
+   * statement unnamed and sets nothing on the session, which transaction poolers need (PgBouncer before
+   * 1.21, RDS Proxy, Supavisor and most managed poolers: docs/deployment.md#transaction-poolers). Env
+   * `PAWL_PREPARED_STATEMENTS` (`true`/`false`); default true.
+   */
+  preparedStatements?: boolean;
   /** Connections in pawl's own pool. Default 10 (an embedded database always has one). */
   maxConnections?: number;
   /** The schema holding pawl's tables. Env `PAWL_SCHEMA`; default `pawl`. */
@@ -134,6 +150,10 @@ export interface ResolvedConfig {
   /** The runtime options resolved and validated, with `pollIntervalMs` applied: what the node runs with. */
   runtimeOptions: ResolvedRuntimeOptions;
   connectionString: string;
+  /** The direct (session) connection for LISTEN and migrations, or undefined (use `connectionString`). */
+  directConnectionString: string | undefined;
+  /** Whether statements are named and prepared (false behind a transaction pooler). */
+  preparedStatements: boolean;
   pool: pg.Pool | undefined;
   maxConnections: number;
   schema: string;
@@ -162,6 +182,8 @@ export interface ResolvedConfig {
 const known = new Set<string>([
   "connectionString",
   "pool",
+  "directConnectionString",
+  "preparedStatements",
   "maxConnections",
   "schema",
   "keepSucceeded",
@@ -194,7 +216,16 @@ function envInt(name: string): number | undefined {
 }
 
 function envBool(name: string): boolean | undefined {
-  const raw = process.env[name];
+  return booleanEnv(name, process.env[name]);
+}
+
+/**
+ * Reads a boolean environment variable (`true`/`1`/`on`/`yes` or `false`/`0`/`off`/`no`); undefined when
+ * unset or empty. The CLI reads its own environment with it.
+ *
+ * @throws ValidationError `INVALID_CONFIG` naming the variable for any other value.
+ */
+export function booleanEnv(name: string, raw: string | undefined): boolean | undefined {
   if (raw === undefined || raw === "") return undefined;
   if (/^(true|1|on|yes)$/i.test(raw)) return true;
   if (/^(false|0|off|no)$/i.test(raw)) return false;
@@ -251,6 +282,18 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
   if (typeof connectionString !== "string" || connectionString.length === 0) {
     throw new ValidationError("INVALID_CONFIG", "connectionString must be a non-empty string");
   }
+  const directConnectionString = resolveDirectConnectionString(
+    config.directConnectionString ?? emptyToUndefined(process.env.PAWL_DIRECT_DATABASE_URL),
+    config.pool,
+    connectionString,
+  );
+  const preparedStatements = config.preparedStatements ?? envBool("PAWL_PREPARED_STATEMENTS") ?? true;
+  if (typeof preparedStatements !== "boolean") {
+    throw new ValidationError(
+      "INVALID_CONFIG",
+      `invalid preparedStatements ${describeValue(preparedStatements)}: use true, or false behind a transaction pooler`,
+    );
+  }
   const claimCursors = config.claimCursors ?? envBool("PAWL_CLAIM_CURSORS") ?? true;
   if (typeof claimCursors !== "boolean") {
     throw new ValidationError(
@@ -293,6 +336,8 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     runtime,
     runtimeOptions: resolveRuntimeOptions(runtime, pollIntervalMs),
     connectionString,
+    directConnectionString,
+    preparedStatements,
     pool: config.pool,
     maxConnections: intOption("maxConnections", config.maxConnections ?? 10, 2, 1000),
     schema: validateSchemaName(config.schema ?? process.env.PAWL_SCHEMA ?? defaultSchema),
@@ -331,7 +376,8 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
 export function coordinatorFor(c: ResolvedConfig): Promise<Coordinator> {
   return createCoordinator(c.coordinator, {
     nodeId: c.nodeId,
-    connectionString: c.connectionString,
+    // LISTEN needs a session: a transaction pooler hands each statement to any server connection.
+    connectionString: c.directConnectionString ?? c.connectionString,
     schema: c.schema,
     logger: c.logger,
     clock: c.clock,

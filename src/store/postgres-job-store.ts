@@ -98,7 +98,7 @@ import {
 } from "./composition/signal-sql.js";
 import { createPool } from "../db/pool.js";
 import { PostgresClusterStatements } from "./cluster/postgres-cluster-statements.js";
-import type { Queryable, Tables } from "../db/sql.js";
+import { tablesFor, type Queryable, type Tables } from "../db/sql.js";
 
 /** How a gateway treats what it writes. */
 export interface PostgresJobStoreOptions {
@@ -108,6 +108,12 @@ export interface PostgresJobStoreOptions {
    * a flow's rows, which are kept so the flow can count them. createPawl's `keepSucceeded: false`.
    */
   succeeded?: SucceededRetention;
+  /**
+   * Whether statements are named, so pg prepares each once per connection (default true). `false` runs
+   * every statement unnamed, for transaction poolers (createPawl's `preparedStatements`). Read when the
+   * gateway is built from a schema name; a bound copy shares its parent's tables.
+   */
+  preparedStatements?: boolean;
 }
 
 /**
@@ -132,7 +138,11 @@ export class PostgresJobStore extends PostgresClusterStatements implements Gatew
     /** What the gateway keeps; a bound copy keeps its parent's. */
     readonly options: PostgresJobStoreOptions = {},
   ) {
-    super(pool, schema, client);
+    super(
+      pool,
+      typeof schema === "string" ? tablesFor(schema, options.preparedStatements !== false) : schema,
+      client,
+    );
   }
 
   /** Bounded reads for operators' views (the console), on the same connection as the gateway. */
@@ -178,7 +188,10 @@ export class PostgresJobStore extends PostgresClusterStatements implements Gatew
   }
 
   dedicated(connectionString: string, logger: Logger, applicationName: string): DedicatedClusterStore {
-    const pool = createPool(connectionString, 1, logger, applicationName);
+    // Behind a pooler (unnamed statements) the dedicated connection sets no session settings either.
+    const pool = createPool(connectionString, 1, logger, applicationName, {
+      sessionSettings: this.tables.prepared,
+    });
     return { store: new PostgresJobStore(pool, this.tables, undefined, this.options), end: () => pool.end() };
   }
 
