@@ -23,6 +23,7 @@ import {
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
 import { runCli } from "../../helpers/cli.js";
+import { metricKey as key, parseMetrics as parse, type Scrape } from "../../helpers/metrics.js";
 
 const token = "t0ken-" + randomBytes(4).toString("hex");
 const bus = `obs-${randomBytes(4).toString("hex")}`;
@@ -38,29 +39,6 @@ let server: Server;
 let base: string;
 let releaseLong: () => void = () => {};
 const never = () => new Promise<never>(() => {});
-
-/** A scrape: `name{label="v",...}` (labels sorted) -> value. */
-type Scrape = Map<string, number>;
-
-function key(name: string, labels: Record<string, string> = {}): string {
-  const parts = Object.keys(labels)
-    .sort()
-    .map((k) => `${k}="${labels[k]}"`);
-  return parts.length > 0 ? `${name}{${parts.join(",")}}` : name;
-}
-
-function parse(text: string): Scrape {
-  const out: Scrape = new Map();
-  for (const line of text.split("\n")) {
-    if (line.startsWith("#") || line.trim() === "") continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) throw new Error(`unparsable metrics line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-    out.set(key(m[1]!, labels), Number(m[3]));
-  }
-  return out;
-}
 
 async function scrape(): Promise<Scrape> {
   const res = await fetch(`${base}/metrics`);

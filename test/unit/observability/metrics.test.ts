@@ -13,28 +13,7 @@ import type { JobCount } from "../../../src/store/jobs/read-jobs.js";
 import { createMetrics, metricsHandler, type PawlMetrics } from "../../../observability/index.js";
 import { TypeHistogram } from "../../../observability/hot-path.js";
 import type { ClusterSnapshot, MetricsSource } from "../../../observability/metrics.js";
-
-type Scrape = Map<string, number>;
-
-function key(name: string, labels: Record<string, string> = {}): string {
-  const parts = Object.keys(labels)
-    .sort()
-    .map((k) => `${k}="${labels[k]}"`);
-  return parts.length > 0 ? `${name}{${parts.join(",")}}` : name;
-}
-
-function parse(text: string): Scrape {
-  const out: Scrape = new Map();
-  for (const line of text.split("\n")) {
-    if (line.startsWith("#") || line.trim() === "") continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) throw new Error(`unparsable metrics line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-    out.set(key(m[1]!, labels), Number(m[3]));
-  }
-  return out;
-}
+import { metricKey as key, parseMetrics as parse } from "../../helpers/metrics.js";
 
 const promtool = spawnSync("promtool", ["--version"]).status === 0;
 
