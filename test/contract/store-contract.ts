@@ -7,6 +7,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { NewJob } from "../../src/input/enqueue-input.js";
 import type { NodeStore } from "../../src/store/job-store.js";
+import { newJob } from "../helpers/new-job.js";
 
 /** A fresh, empty store per test. */
 export interface StoreUnderTest {
@@ -18,18 +19,15 @@ const minute = 60_000;
 
 /** A job of type `type` (default `a`), due `agoMs` before t0 (negative: not yet due). */
 function job(label: string, priority: number, agoMs: number, extra: Partial<NewJob> = {}): NewJob {
-  return {
+  const due = new Date(t0 - agoMs);
+  return newJob({
     type: "a",
-    queue: "default",
     payloadJson: JSON.stringify({ label }),
     priority,
-    runAt: new Date(t0 - agoMs),
-    delayMs: 0,
-    timeoutMs: null,
+    runAt: due,
     maxAttempts: 5,
-    uniqueKey: null,
     ...extra,
-  };
+  });
 }
 
 const error = { attempt: 1, name: "Error", message: "boom" };

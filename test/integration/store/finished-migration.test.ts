@@ -9,6 +9,7 @@ import { JobStore } from "../../../src/index.js";
 import { migrate, migrationScript } from "../../../src/store/migrations/migrate.js";
 import { migrations } from "../../../src/store/migrations/migrations.generated.js";
 import { dropSchema, testPool, uniqueSchema } from "../../helpers/db.js";
+import { newJob } from "../../helpers/new-job.js";
 
 let pool: pg.Pool;
 const schema = uniqueSchema("fmig");
@@ -92,19 +93,7 @@ describe("migration 0005", () => {
       [ids[4], "PENDING"],
     ]);
     // New ids keep coming from the one sequence, above every moved id.
-    const [fresh] = await store.enqueue([
-      {
-        type: "new",
-        queue: "default",
-        payloadJson: "{}",
-        priority: 10,
-        runAt: null,
-        delayMs: 0,
-        timeoutMs: null,
-        maxAttempts: 25,
-        uniqueKey: null,
-      },
-    ]);
+    const [fresh] = await store.enqueue([newJob({ type: "new" })]);
     expect(BigInt(fresh!.id)).toBeGreaterThan(BigInt(ids[5]!));
   });
 });

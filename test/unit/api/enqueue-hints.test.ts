@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { hintJobOfNew, hintJobOfRow, urgentHint, type HintJob } from "../../../src/api/enqueue-hints.js";
 import type { NewJob } from "../../../src/input/enqueue-input.js";
+import { newJob } from "../../helpers/new-job.js";
 
 const job = (type: string, priority: number, due: boolean): HintJob => ({ type, priority, due });
 
@@ -36,25 +37,15 @@ describe("urgentHint", () => {
 
 describe("due now", () => {
   const now = Date.parse("2026-11-30T12:00:00Z");
-  const newJob = (delayMs: number, runAt: Date | null): NewJob => ({
-    type: "t",
-    queue: "default",
-    payloadJson: "{}",
-    priority: 10,
-    runAt,
-    delayMs,
-    timeoutMs: null,
-    maxAttempts: 3,
-    uniqueKey: null,
-  });
+  const dueJob = (delayMs: number, runAt: Date | null): NewJob => newJob({ runAt, delayMs, maxAttempts: 3 });
 
   it.each<[string, NewJob, boolean]>([
-    ["no delay", newJob(0, null), true],
-    ["a delay within the 5 ms slack", newJob(5, null), true],
-    ["a longer delay", newJob(6, null), false],
-    ["runAt now", newJob(0, new Date(now)), true],
-    ["runAt 5 ms ahead", newJob(0, new Date(now + 5)), true],
-    ["runAt later", newJob(0, new Date(now + 6)), false],
+    ["no delay", dueJob(0, null), true],
+    ["a delay within the 5 ms slack", dueJob(5, null), true],
+    ["a longer delay", dueJob(6, null), false],
+    ["runAt now", dueJob(0, new Date(now)), true],
+    ["runAt 5 ms ahead", dueJob(0, new Date(now + 5)), true],
+    ["runAt later", dueJob(0, new Date(now + 6)), false],
   ])("before the insert: %s", (_label, j, due) => {
     expect(hintJobOfNew(j, now).due).toBe(due);
   });

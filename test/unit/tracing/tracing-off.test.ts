@@ -13,18 +13,9 @@ import { PawlTracing } from "../../../src/tracing/pawl-tracing.js";
 import { traceInsert } from "../../../src/tracing/producer-spans.js";
 import { resolveTracing } from "../../../src/input/tracing-options.js";
 import { startTestTracing } from "../../helpers/tracing.js";
+import { newJob } from "../../helpers/new-job.js";
 
-const job = (): NewJob => ({
-  type: "t",
-  queue: "default",
-  payloadJson: "{}",
-  priority: 10,
-  runAt: null,
-  delayMs: 0,
-  timeoutMs: null,
-  maxAttempts: 25,
-  uniqueKey: null,
-});
+const job = (): NewJob => newJob();
 
 describe("resolveTracing", () => {
   it.each([
