@@ -20,6 +20,7 @@ import {
 import { databaseUrl } from "../../helpers/db.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
+import { gate } from "../../helpers/gate.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -35,13 +36,6 @@ afterAll(async () => {
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c.close();
 });
-
-/** A promise with its resolve function, for handlers that wait for the test. */
-function gate<T = void>(): { promise: Promise<T>; open: (value: T) => void } {
-  let open!: (value: T) => void;
-  const promise = new Promise<T>((resolve) => (open = resolve));
-  return { promise, open };
-}
 
 /** A pool that counts waitFor's batched reads (and tells the test about each one). */
 function countingPool(): {

@@ -17,6 +17,7 @@ import { PawlEventEmitter } from "../../../src/core/events.js";
 import { silentLogger } from "../../../src/core/logger.js";
 import type { ClusterStore } from "../../../src/store/job-store.js";
 import { clusterNode, insertNode, insertPermit, insertRunning, jobStates } from "../../processes/helpers.js";
+import { gate } from "../../helpers/gate.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -249,12 +250,11 @@ describe("with started nodes", () => {
   it("a live node keeps its running jobs through sweeps and finishes them", async () => {
     const live = testPawl(schema, { nodeId: "live-worker", deadNodeThresholdMs: 3000 });
     nodes.push(live);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const release = gate();
     let started = 0;
     live.register("slow", async () => {
       started++;
-      await gate;
+      await release.promise;
       return "done";
     });
     await live.start();
@@ -265,7 +265,7 @@ describe("with started nodes", () => {
     const r = await services.sweeper.runOnce();
     expect(r.recovered).toEqual([]);
     expect(r.deadNodes).toEqual([]);
-    release();
+    release.open();
     await Promise.all(jobs.map((j) => live.events.next("job:succeeded", (e) => e.job.id === j.id)));
     expect(started).toBe(2);
     for (const j of jobs) expect((await live.getJob(j.id))?.status).toBe("SUCCEEDED");

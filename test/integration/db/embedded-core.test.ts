@@ -13,6 +13,7 @@ import { embeddedDatabase, embeddedPawl, type EmbeddedPawl } from "../../../src/
 import type { EmbeddedDatabase } from "../../../src/db/embedded/embedded-database.js";
 import { uniqueSchema } from "../../helpers/db.js";
 import { jobEvent } from "../../helpers/events.js";
+import { gate } from "../../helpers/gate.js";
 
 const fastRetry = { retry: { baseMs: 10, factor: 1, maxMs: 10, jitter: 0 } };
 
@@ -209,12 +210,11 @@ describe("protection", () => {
 
   it("holds a resource's permits in a held transaction on the one connection", async () => {
     const pawl = await node({ concurrency: 2, resources: { smtp: 1 }, permitRetryDelayMs: 50 });
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const release = gate();
     pawl.register(
       "mail",
       async (p: { first: boolean }) => {
-        if (p.first) await gate;
+        if (p.first) await release.promise;
         return "sent";
       },
       { resource: "smtp" },
@@ -228,7 +228,7 @@ describe("protection", () => {
     expect(await jobRescheduled.for(second.id)).toMatchObject({
       reason: "permit",
     });
-    release();
+    release.open();
     await pawl.events.next("job:succeeded", (e) => e.job.id === second.id, 15_000);
     await pawl.stop({ graceMs: 1000 });
     const left = await db.pool.query(

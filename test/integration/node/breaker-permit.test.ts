@@ -3,6 +3,7 @@ import type pg from "pg";
 import type { Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
+import { gate } from "../../helpers/gate.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -65,12 +66,11 @@ describe("circuit breaker", () => {
 describe("resource permits", () => {
   it("reschedules a job whose resource is saturated, without using an attempt, and frees permits", async () => {
     n = testPawl(schema, { concurrency: 2, resources: { "smtp-pool": 1 }, permitRetryDelayMs: 150 });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const release = gate();
     n.register(
       "mail",
       async (p: { first: boolean }) => {
-        if (p.first) await gate;
+        if (p.first) await release.promise;
         return "sent";
       },
       { resource: "smtp-pool" },
@@ -88,7 +88,7 @@ describe("resource permits", () => {
     expect(r).toMatchObject({ reason: "permit", delayMs: 150 });
     expect(await n.getJob(second.id)).toMatchObject({ status: "PENDING", attempts: 0 });
 
-    release();
+    release.open();
     await n.events.next("job:succeeded", (e) => e.job.id === second.id, 15_000);
     expect((await n.getJob(second.id))?.attempts).toBe(1);
     await n.stop({ graceMs: 1000 });

@@ -3,6 +3,7 @@ import type pg from "pg";
 import type { JobContext, Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
+import { gate } from "../../helpers/gate.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -71,10 +72,9 @@ describe("cancel while running", () => {
 describe("drain", () => {
   it("gives running jobs the grace, then hands the rest back to PENDING with attempts unchanged", async () => {
     const n = node({ concurrency: 2 });
-    let release!: () => void;
-    const quick = new Promise<void>((r) => (release = r));
+    const quick = gate();
     n.register("quick", async () => {
-      await quick;
+      await quick.promise;
       return "done";
     });
     n.register("stubborn", async (_p, ctx) => untilAborted(ctx));
@@ -88,7 +88,7 @@ describe("drain", () => {
     await jobStarted.for(s!.id);
     const buffered = await n.enqueueMany(Array.from({ length: 3 }, () => ({ type: "waiting", delayMs: 0 })));
     const stopped = n.stop({ graceMs: 300 });
-    release(); // the quick job finishes inside the grace
+    quick.open(); // the quick job finishes inside the grace
     await stopped;
     expect(await n.getJob(q!.id)).toMatchObject({ status: "SUCCEEDED" });
     expect(await n.getJob(s!.id)).toMatchObject({ status: "PENDING", attempts: 0, pickedBy: null });

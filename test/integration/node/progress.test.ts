@@ -9,6 +9,7 @@ import type { Pawl, PawlConfig } from "../../../src/index.js";
 import { jobDetail } from "../../../src/cli/format.js";
 import { databaseUrl } from "../../helpers/db.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { gate } from "../../helpers/gate.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -24,12 +25,6 @@ afterAll(async () => {
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c.close();
 });
-
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => (open = resolve));
-  return { promise, open };
-}
 
 /** A node on a pool that counts (and announces) its progress writes. */
 function countingNode(config: PawlConfig = {}): {

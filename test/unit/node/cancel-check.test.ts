@@ -2,16 +2,9 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/core/clock.js";
 import { CancelCheck } from "../../../src/node/cancel-check.js";
 import type { JobRun } from "../../../src/node/attempt/job-run.js";
+import { gate } from "../../helpers/gate.js";
 
 // The cancel check on a ManualClock with a store whose reads the test answers by hand.
-
-function deferred<T>() {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
 
 const settle = () => new Promise<void>((r) => setTimeout(r, 0));
 
@@ -25,8 +18,8 @@ function check(recheckMs = 1000) {
     buffered: (id) => id === "buffered-1",
     store: {
       canceledAmong: (ids) => {
-        const d = deferred<Set<string>>();
-        reads.push({ ids: [...ids], answer: (canceled) => d.resolve(new Set(canceled)) });
+        const d = gate<Set<string>>();
+        reads.push({ ids: [...ids], answer: (canceled) => d.open(new Set(canceled)) });
         return d.promise;
       },
     },
