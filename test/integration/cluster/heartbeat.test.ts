@@ -8,7 +8,7 @@ import { ManualClock } from "../../../src/core/clock.js";
 import type { Logger } from "../../../src/core/logger.js";
 import type { Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { clusterNode, fixedLag } from "../../processes/helpers.js";
+import { clusterNode, fixedLag } from "../../helpers/cluster.js";
 
 let schema: string;
 let pool: pg.Pool;

@@ -10,7 +10,7 @@ import { ManualClock } from "../../../src/core/clock.js";
 import type { Pawl } from "../../../src/index.js";
 import { PostgresJobStore } from "../../../src/store/postgres-job-store.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { clusterNode } from "../../processes/helpers.js";
+import { clusterNode } from "../../helpers/cluster.js";
 
 let schema: string;
 let pool: pg.Pool;

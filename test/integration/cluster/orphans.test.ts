@@ -16,7 +16,7 @@ import { LeaseManager } from "../../../src/cluster/lease.js";
 import { PawlEventEmitter } from "../../../src/core/events.js";
 import { silentLogger } from "../../../src/core/logger.js";
 import type { ClusterStore } from "../../../src/store/job-store.js";
-import { clusterNode, insertNode, insertPermit, insertRunning, jobStates } from "../../processes/helpers.js";
+import { clusterNode, insertNode, insertPermit, insertRunning, jobStates } from "../../helpers/cluster.js";
 import { gate } from "../../helpers/gate.js";
 
 let schema: string;

@@ -9,7 +9,7 @@ import { Pruner } from "../../../src/cluster/pruner.js";
 import { systemClock } from "../../../src/core/clock.js";
 import { silentLogger } from "../../../src/core/logger.js";
 import { tablesFor } from "../../../src/db/sql.js";
-import { clusterNode, insertFinished, insertRunning } from "../../processes/helpers.js";
+import { clusterNode, insertFinished, insertRunning } from "../../helpers/cluster.js";
 
 let schema: string;
 let pool: pg.Pool;

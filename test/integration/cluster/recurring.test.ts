@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { ValidationError, type Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
-import { clusterNode } from "../../processes/helpers.js";
+import { clusterNode } from "../../helpers/cluster.js";
 
 let schema: string;
 let pool: pg.Pool;

@@ -11,7 +11,7 @@ import { PawlEventEmitter } from "../../src/core/events.js";
 import { silentLogger, type Logger } from "../../src/core/logger.js";
 import { PostgresJobStore } from "../../src/store/postgres-job-store.js";
 import type { EnqueuedJob } from "../../src/store/jobs/enqueue-jobs.js";
-import { databaseUrl } from "../helpers/db.js";
+import { databaseUrl } from "./db.js";
 
 /** A fixed lag reading, for deterministic heartbeat intervals. */
 export function fixedLag(ms = 0): LagProbe & { value: number } {
