@@ -54,7 +54,9 @@ export {
   DatabaseUnavailableError,
   MissingDependencyError,
   WaitTimeoutError,
+  SchemaVersionError,
 } from "./core/errors.js";
+export type { SchemaVerdict } from "./logic/schema-compat.js";
 export type { WaitForOptions } from "./api/wait-for.js";
 export type { PawlErrorCode } from "./core/errors.js";
 export { priorities, resolvePriority } from "./input/priority.js";

@@ -18,6 +18,8 @@ import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
 import type { CancelResult } from "../store/jobs/cancel-job.js";
 import type { ListJobsFilter } from "../store/jobs/read-jobs.js";
 import type { MigrateResult } from "../store/migrations/migrate.js";
+import type { SchemaVerdict } from "../logic/schema-compat.js";
+import { checkSchemaVersion } from "./schema-check.js";
 import { validateJobId } from "../input/job-id.js";
 import { asQueryable, type SqlClient } from "../db/sql.js";
 import { readExplainFacts } from "../store/operator/explain-sql.js";
@@ -98,6 +100,19 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
   async migrate(): Promise<MigrateResult> {
     this.assertOpen();
     return this.store.migrate();
+  }
+
+  /**
+   * Checks the schema against this release's migrations (what `start()` does first; the CLI too).
+   * Resolves with the verdict when this release may run on it: `current`, or `ahead` when a newer release
+   * applied only migrations declared compatible with older nodes (a rolling upgrade in progress).
+   *
+   * @throws SchemaVersionError `SCHEMA_OUTDATED` (run `pawl migrate` or `pawl.migrate()`) or
+   *   `SCHEMA_INCOMPATIBLE` (deploy the newer release here), naming both versions.
+   */
+  async checkSchema(): Promise<SchemaVerdict> {
+    this.assertOpen();
+    return checkSchemaVersion(this.store, this.config.logger);
   }
 
   /**

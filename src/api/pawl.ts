@@ -162,11 +162,19 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     return this.events.on(name, listener as (payload: PawlEvents[E]) => void);
   }
 
-  /** Starts the node: the actor tree, the first poll, the coordinator. Idempotent. */
+  /**
+   * Starts the node: the actor tree, the first poll, the coordinator. Idempotent. Checks the schema first
+   * (`checkSchema()`): start() does not migrate.
+   *
+   * @throws SchemaVersionError when the schema lacks this release's migrations (run `pawl migrate` or
+   *   `pawl.migrate()`) or a newer release applied a breaking one.
+   */
   async start(): Promise<void> {
     this.assertOpen();
     if (this.stopping) throw new PawlError("INVALID_STATE", "this node was stopped; create a new instance");
     if (this.runtime) return;
+    // Before anything else: a release the schema does not fit refuses here, naming what to run.
+    await this.checkSchema();
     const coordinator = await this.node.coordinator();
     const c = this.config;
     // Without @opentelemetry/api installed the load answers null, and the node has no tracer at all.

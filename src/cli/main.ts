@@ -17,6 +17,9 @@ import { checkDatabaseUrl } from "./database-url.js";
 import { commandHelp, globalHelp, globalOptions, groupHelp } from "./help.js";
 import { packageVersion } from "./version.js";
 
+/** The commands that run without the schema check: the one that fixes it, and one that reads no database. */
+const schemaFree = new Set(["migrate", "inspect"]);
+
 export type { CliIo } from "./command.js";
 
 const defaultIo: CliIo = {
@@ -166,6 +169,11 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
         }));
       },
     };
+    // A release the schema does not fit says so, with both versions and the command to run, before a
+    // command fails on a missing column. `migrate` is the fix and `inspect` reads no database.
+    if (!schemaFree.has(command.words[0] ?? "")) {
+      await ctx.pawl().checkSchema();
+    }
     return await command.run(ctx, args);
   } catch (error) {
     if (error instanceof UsageError) {

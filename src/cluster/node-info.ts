@@ -2,6 +2,7 @@
  * What a node writes into scheduler_node.node_info: pawl's version, the host, the pid, its concurrency
  * and transport, and a random instance id per run (which tells a restarted node id from the run before).
  */
+import { loadMigrations } from "../store/migrations/migrate.js";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
@@ -34,6 +35,11 @@ export function pawlVersion(): string {
   return cachedVersion;
 }
 
+/** The newest migration this release ships: the schema version its nodes need. */
+export function releaseSchemaVersion(): number {
+  return Math.max(0, ...loadMigrations().map((m) => m.version));
+}
+
 /** A fresh instance id. */
 export function newInstanceId(): string {
   return randomBytes(8).toString("hex");
@@ -41,7 +47,15 @@ export function newInstanceId(): string {
 
 /** This process's node info. */
 export function localNodeInfo(concurrency: number, coordinator: string, instance: string): NodeInfo {
-  return { version: pawlVersion(), host: hostname(), pid: process.pid, concurrency, coordinator, instance };
+  return {
+    version: pawlVersion(),
+    schemaVersion: releaseSchemaVersion(),
+    host: hostname(),
+    pid: process.pid,
+    concurrency,
+    coordinator,
+    instance,
+  };
 }
 
 /** Whether a process with this pid exists on this host (a permission error means it does). */

@@ -26,7 +26,9 @@ export type PawlErrorCode =
   | "DATABASE_UNAVAILABLE"
   | "MISSING_DEPENDENCY"
   | "WAIT_TIMEOUT"
-  | "INVALID_PROGRESS";
+  | "INVALID_PROGRESS"
+  | "SCHEMA_OUTDATED"
+  | "SCHEMA_INCOMPATIBLE";
 
 /**
  * The base class of the errors pawl raises itself.
@@ -186,5 +188,35 @@ export class WaitTimeoutError extends PawlError {
     this.name = "WaitTimeoutError";
     this.jobId = jobId;
     this.lastStatus = lastStatus;
+  }
+}
+
+/**
+ * The schema and this node's release do not fit: `SCHEMA_OUTDATED` when the release needs migrations the
+ * schema has not had (run `pawl migrate` or `pawl.migrate()`), `SCHEMA_INCOMPATIBLE` when a newer release
+ * applied a migration that older nodes cannot run beside (deploy the newer release here). The message
+ * names both versions and what to do.
+ *
+ * @example
+ * ```ts
+ * try { await pawl.start(); }
+ * catch (e) { if (e instanceof SchemaVersionError && e.code === "SCHEMA_OUTDATED") await pawl.migrate(); }
+ * ```
+ */
+export class SchemaVersionError extends PawlError {
+  /** The schema's version (its newest applied migration). */
+  readonly schemaVersion: number;
+  /** The newest migration this release knows. */
+  readonly requiredVersion: number;
+
+  constructor(
+    code: "SCHEMA_OUTDATED" | "SCHEMA_INCOMPATIBLE",
+    message: string,
+    versions: { schemaVersion: number; requiredVersion: number },
+  ) {
+    super(code, message);
+    this.name = "SchemaVersionError";
+    this.schemaVersion = versions.schemaVersion;
+    this.requiredVersion = versions.requiredVersion;
   }
 }

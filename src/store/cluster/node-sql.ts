@@ -9,8 +9,13 @@ import { heldBySql } from "../jobs/lease-sql.js";
 
 /** What a node tells the cluster about itself (stored as `node_info`). */
 export interface NodeInfo {
-  /** pawl's version. */
+  /** pawl's version (its package.json). */
   version: string;
+  /**
+   * The newest schema migration the node's release knows, so operators see which releases run side by
+   * side during a rolling upgrade. Absent on nodes from before it was added (59bb164 and older).
+   */
+  schemaVersion?: number;
   host: string;
   pid: number;
   /** Jobs run at once. */

@@ -13,7 +13,7 @@ import { inHeldTransaction } from "../../db/held-client.js";
 import { migrations } from "./migrations.generated.js";
 import { quoteSchema } from "../../db/schema-name.js";
 import type { Queryable } from "../../db/sql.js";
-import type { Migration } from "./migration.js";
+import { isBreaking, type Migration } from "./migration.js";
 
 export type { Migration };
 
@@ -34,6 +34,10 @@ export interface MigrationStatus {
   pending: Migration[];
   /** Versions the schema has that this package does not know (a newer pawl migrated it). */
   unknown: number[];
+  /** Of `unknown`, those recorded as breaking: nodes of this release must not run beside them. */
+  unknownBreaking: number[];
+  /** The newest version this package knows (what a node of this release needs). */
+  required: number;
 }
 
 /** Every migration this package ships, sorted by version (embedded at build time). */
@@ -72,15 +76,25 @@ export async function migrationStatus(db: Queryable, schema: string): Promise<Mi
     `${s}.pawl_migrations`,
   ]);
   const have = new Set<number>();
+  const breaking = new Set<number>();
   if (exists.rows[0]?.t) {
-    const done = await db.query<{ version: number }>(`SELECT version FROM ${s}.pawl_migrations`);
-    for (const r of done.rows) have.add(r.version);
+    // to_jsonb reads `breaking` whether or not the column exists yet (it came with 0012).
+    const done = await db.query<{ version: number; breaking: boolean | null }>(
+      `SELECT version, (to_jsonb(m) ->> 'breaking')::boolean AS breaking FROM ${s}.pawl_migrations m`,
+    );
+    for (const r of done.rows) {
+      have.add(r.version);
+      if (r.breaking === true) breaking.add(r.version);
+    }
   }
   const known = new Set(migrations.map((m) => m.version));
+  const unknown = [...have].filter((v) => !known.has(v)).sort((a, b) => a - b);
   return {
     version: Math.max(0, ...have),
     pending: migrations.filter((m) => !have.has(m.version)),
-    unknown: [...have].filter((v) => !known.has(v)).sort((a, b) => a - b),
+    unknown,
+    unknownBreaking: unknown.filter((v) => breaking.has(v)),
+    required: Math.max(0, ...known),
   };
 }
 
@@ -110,6 +124,7 @@ export function migrationScript(schema: string, pending: readonly Migration[]): 
       `-- ${m.name}`,
       migrationSql(m, s).trimEnd(),
       `INSERT INTO ${s}.pawl_migrations (version, name) VALUES (${m.version}, '${m.name}');`,
+      ...(isBreaking(m) ? [`UPDATE ${s}.pawl_migrations SET breaking = true WHERE version = ${m.version};`] : []),
     );
   }
   parts.push("", "COMMIT;", "");
@@ -139,6 +154,9 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
         m.version,
         m.name,
       ]);
+      if (isBreaking(m)) {
+        await client.query(`UPDATE ${s}.pawl_migrations SET breaking = true WHERE version = $1`, [m.version]);
+      }
       applied.push(m.version);
     }
     const version = Math.max(0, ...have, ...applied);

@@ -8,3 +8,18 @@ export interface Migration {
   /** The SQL, with `{{schema}}` placeholders. */
   sql: string;
 }
+
+/**
+ * Whether nodes of the previous release stay correct beside `m`, as its first line declares
+ * (`-- previous release: compatible` or `-- previous release: breaking (why)`; migrations before 0012
+ * declare nothing and count as compatible). A breaking one is recorded in pawl_migrations.breaking when it
+ * is applied, so an older node that finds it refuses to start (SchemaVersionError).
+ *
+ * @example
+ * ```ts
+ * isBreaking({ version: 13, name: "0013_x.sql", sql: "-- previous release: breaking (drops a column)\n..." }); // true
+ * ```
+ */
+export function isBreaking(m: Migration): boolean {
+  return /^--\s*previous release:\s*breaking/im.test(m.sql);
+}
