@@ -7,6 +7,7 @@ import { describeValue, storableText } from "../core/input-text.js";
 import { serializePayload } from "./payload.js";
 import { resolvePriority, type Priority } from "./priority.js";
 import type { SqlClient } from "../db/sql.js";
+import { validateConcurrency } from "./concurrency-input.js";
 
 /** Options of {@link Pawl.enqueue}. */
 export interface EnqueueOptions {
@@ -25,6 +26,16 @@ export interface EnqueueOptions {
   /** The queue. Default: the type's, else `default`. */
   queue?: string;
   /**
+   * Groups the job with others (a tenant id, say: any 1-500 characters, nothing registered) for
+   * `concurrencyLimit` and for fair claiming across keys (docs/fairness.md).
+   */
+  concurrencyKey?: string;
+  /**
+   * At most this many jobs of `concurrencyKey` run at once, across every node (an integer from 1).
+   * Default: the type's `concurrencyLimit`, else no limit. Needs `concurrencyKey`.
+   */
+  concurrencyLimit?: number;
+  /**
    * The caller's transaction: the job exists once that commits. A pg client, or any object whose
    * `query(text, values)` resolves to `{ rows }` (an adapter over a query builder's transaction).
    */
@@ -37,6 +48,8 @@ export interface TypeDefaults {
   timeoutMs?: number;
   maxAttempts?: number;
   queue?: string;
+  /** The limit of a job enqueued with a `concurrencyKey` and no `concurrencyLimit` of its own. */
+  concurrencyLimit?: number;
   /** Rejects a payload by throwing, or by returning false or a message. */
   validate?: PayloadValidator;
 }
@@ -55,6 +68,10 @@ export interface NewJob {
   timeoutMs: number | null;
   maxAttempts: number;
   uniqueKey: string | null;
+  /** The concurrency key (migration 0011); absent or null: none. */
+  concurrencyKey?: string | null;
+  /** The key's limit as this job states it; absent or null: no limit. */
+  concurrencyLimit?: number | null;
   /**
    * The JSON text of the producer span's trace context (src/tracing/carrier.ts), set by tracing just
    * before the insert; absent without tracing.
@@ -70,6 +87,8 @@ const optionKeys = new Set([
   "maxAttempts",
   "uniqueKey",
   "queue",
+  "concurrencyKey",
+  "concurrencyLimit",
   "client",
 ]);
 /** The longest job type name. */
@@ -208,6 +227,7 @@ export function buildNewJob(
     );
   }
   validateClientOption(o.client);
+  const concurrency = validateConcurrency(o.concurrencyKey, o.concurrencyLimit, defaults?.concurrencyLimit);
   const timeout = o.timeoutMs ?? defaults?.timeoutMs;
   const attempts = o.maxAttempts ?? defaults?.maxAttempts ?? defaultMaxAttempts;
   return {
@@ -220,5 +240,6 @@ export function buildNewJob(
     timeoutMs: timeout === undefined ? null : positiveInt("timeoutMs", timeout, 1, maxInt32),
     maxAttempts: positiveInt("maxAttempts", attempts, 1, 1000),
     uniqueKey,
+    ...concurrency,
   };
 }

@@ -15,6 +15,7 @@ import type { BreakerInput } from "../machines/breaker-machine.js";
 import type { NodeStore } from "../store/job-store.js";
 import type { OutcomeSink } from "../store/outcomes/outcome-sink.js";
 import { ClassicClaimer, type Claimer, type ClaimerOptions } from "../store/claim/claimer.js";
+import { KeyedClaimer } from "../store/claim/keyed-claimer.js";
 import type { AttemptTracer } from "./attempt/attempt-tracer.js";
 import { BreakerGate } from "./breaker-gate.js";
 import { CancelCheck } from "./cancel-check.js";
@@ -144,8 +145,8 @@ export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodePar
     concurrency: deps.concurrency,
     prefetch: deps.prefetch,
     queues: deps.queues,
-    claimer: () => deps.createClaimer(claimerOptions),
-    queueClaimer: (queue) => new ClassicClaimer({ ...claimerOptions, queue }),
+    claimer: () => withKeyedClaim(deps.createClaimer(claimerOptions), claimerOptions),
+    queueClaimer: (queue) => withKeyedClaim(new ClassicClaimer({ ...claimerOptions, queue }), claimerOptions, queue),
   });
   const claims = new ClaimCycle({
     clock,
@@ -173,4 +174,20 @@ export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodePar
     lanes,
     claims,
   };
+}
+
+/**
+ * Adds the keyed claim (concurrency keys, docs/fairness.md) to a lane's claimer, when the store has one.
+ */
+function withKeyedClaim(inner: Claimer, o: ClaimerOptions, queue?: string): Claimer {
+  const store = o.store;
+  if (!store.claimKeyed) return inner;
+  return new KeyedClaimer(inner, {
+    claimKeyed: (args) => (store.claimKeyed as NonNullable<typeof store.claimKeyed>).call(store, args),
+    nodeId: o.nodeId,
+    boostIntervalMs: o.boostIntervalMs,
+    withPayload: o.withPayload,
+    clock: o.clock,
+    ...(queue === undefined ? {} : { queue }),
+  });
 }

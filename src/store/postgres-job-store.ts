@@ -10,6 +10,7 @@
  * The cluster's statements (node registry, leases, orphans, pruning, recurring schedules) are inherited
  * from {@link PostgresClusterStatements} (postgres-cluster-statements.ts).
  */
+import { claimKeyedJobs, type KeyedClaim } from "./claim/keyed-claim.js";
 import { PostgresOperatorReads, type OperatorReads } from "./operator/operator-reads.js";
 import type pg from "pg";
 import type { FoldedNotify } from "../../coordinators/spi.js";
@@ -208,6 +209,10 @@ export class PostgresJobStore extends PostgresClusterStatements implements Gatew
 
   claim(args: ClaimArgs): Promise<ClaimedJob[]> {
     return claimJobs(this.db, this.tables, args);
+  }
+
+  claimKeyed(args: ClaimArgs): Promise<KeyedClaim> {
+    return claimKeyedJobs(this.db, this.tables, args);
   }
 
   claimById(id: string, nodeId: string): Promise<ClaimedJob | null> {

@@ -27,6 +27,7 @@ import {
   type ClaimRow,
 } from "./claim-jobs.js";
 import { claimableSql } from "../jobs/lease-sql.js";
+import { unkeyedSql } from "./keyed-sql.js";
 import type { ClaimedPosition, Position, SeekTarget, WindowRow } from "./claim-positions.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
@@ -71,7 +72,7 @@ function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): strin
       FROM levels
       CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-        WHERE ${claimableSql("j")} AND j.priority = levels.p
+        WHERE ${claimableSql("j")} AND ${unkeyedSql("j")} AND j.priority = levels.p
           AND (j.scheduled_time, j.id) > (levels.st, levels.id)
           AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
         ORDER BY j.scheduled_time, j.id
@@ -81,7 +82,7 @@ function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): strin
     ),
     picks AS (
       SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-      WHERE j.id = ANY(${x.pickIds}) AND ${claimableSql("j")}
+      WHERE j.id = ANY(${x.pickIds}) AND ${claimableSql("j")} AND ${unkeyedSql("j")}
         AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
       FOR UPDATE SKIP LOCKED
     ),
@@ -123,7 +124,7 @@ export function seekClaimSql(t: Tables, withPayload: boolean): string {
 export function flooredClaimSql(t: Tables, withPayload: boolean): string {
   const prelude = `win AS (
       SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-      WHERE ${claimableSql("j")} AND j.id > $9::bigint
+      WHERE ${claimableSql("j")} AND ${unkeyedSql("j")} AND j.id > $9::bigint
         AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
       ORDER BY j.id
       LIMIT $10

@@ -16,6 +16,7 @@
  */
 import { withClaimRowTypes } from "./claim-row-types.js";
 import { claimableSql, leaseSetSql } from "../jobs/lease-sql.js";
+import { unkeyedSql } from "./keyed-sql.js";
 import { named, payloadVariants, type Queryable, type Tables } from "../../db/sql.js";
 
 /**
@@ -114,7 +115,7 @@ export function candidatesSql(t: Tables, now: string, byQueue = false): string {
       FROM levels
       CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-        WHERE ${claimableSql("j")}${jInQueue} AND j.priority = levels.p
+        WHERE ${claimableSql("j")}${jInQueue} AND j.priority = levels.p AND ${unkeyedSql("j")}
           AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
         ORDER BY j.scheduled_time, j.id
         LIMIT $1

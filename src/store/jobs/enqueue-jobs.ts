@@ -44,28 +44,29 @@ function insertStatementsOf(t: Tables): InsertStatements {
 function insertSql(t: Tables): string {
   return `
     INSERT INTO ${t.jobs} AS j
-      (type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, unique_key, trace_context)
+      (type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, unique_key, trace_context,
+       concurrency_key, concurrency_limit)
     SELECT v.type, v.queue, v.payload::jsonb, v.priority,
            coalesce(v.run_at, now() + v.delay_ms * interval '1 millisecond'),
-           v.timeout_ms, v.max_attempts, v.unique_key, v.trace_context
+           v.timeout_ms, v.max_attempts, v.unique_key, v.trace_context, v.concurrency_key, v.concurrency_limit
     FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::bigint[],
-                $7::int[], $8::int[], $9::text[], $10::jsonb[]) WITH ORDINALITY
+                $7::int[], $8::int[], $9::text[], $10::jsonb[], $11::text[], $12::int[]) WITH ORDINALITY
          AS v(type, queue, payload, priority, run_at, delay_ms, timeout_ms, max_attempts, unique_key,
-              trace_context, ord)
+              trace_context, concurrency_key, concurrency_limit, ord)
     ORDER BY v.ord
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('PENDING', 'RUNNING') DO NOTHING
     RETURNING ${jobColumns("j")}`;
 }
 
 /**
- * The insert that also calls pg_notify($11, $12). The uncorrelated subquery is an InitPlan, evaluated once
+ * The insert that also calls pg_notify($13, $14). The uncorrelated subquery is an InitPlan, evaluated once
  * and only when a first row is returned: an insert that added nothing (every unique key taken) wakes
  * nobody. The notification is delivered when the statement's transaction commits.
  */
 function notifyingInsertSql(t: Tables): string {
   return `
     WITH ins AS (${insertSql(t)})
-    SELECT ins.*, (SELECT true FROM pg_notify($11::text, $12::text)) AS notified FROM ins`;
+    SELECT ins.*, (SELECT true FROM pg_notify($13::text, $14::text)) AS notified FROM ins`;
 }
 
 async function insertRound(
@@ -87,6 +88,9 @@ async function insertRound(
     // Trace contexts only when tracing set some: a NULL array unnests as NULL in every row, so an
     // untraced insert builds no array for them.
     jobs.some((j) => typeof j.traceContext === "string") ? jobs.map((j) => j.traceContext ?? null) : null,
+    // Keys likewise: an unkeyed insert sends NULL arrays (migration 0011's columns).
+    jobs.some((j) => typeof j.concurrencyKey === "string") ? jobs.map((j) => j.concurrencyKey ?? null) : null,
+    jobs.some((j) => typeof j.concurrencyLimit === "number") ? jobs.map((j) => j.concurrencyLimit ?? null) : null,
   ];
   const statements = insertStatementsOf(t);
   const res = await db.query<JobRow>(

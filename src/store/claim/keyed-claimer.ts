@@ -1,0 +1,99 @@
+/**
+ * A claimer that adds the keyed claim (./keyed-claim.ts, docs/fairness.md) to a node's unkeyed claimer.
+ *
+ * Each poll runs both claims, one after the other, and alternates which goes first, so a backlog of keyed
+ * jobs and a backlog of unkeyed jobs share a node's room about evenly. While no keyed row is live (the
+ * keyed statement says so), the keyed claim is not sent at all until a wakeup (a local enqueue or a
+ * coordinator hint) or `recheckMs` later: a node whose jobs carry no keys pays no extra statement per poll.
+ */
+import type { Clock } from "../../core/clock.js";
+import type { Claimer } from "./claimer.js";
+import type { ClaimedJob } from "./claim-jobs.js";
+import type { KeyedClaim } from "./keyed-claim.js";
+import type { ClaimArgs } from "./claim-jobs.js";
+
+/** What {@link KeyedClaimer} needs besides the unkeyed claimer it wraps. */
+export interface KeyedClaimerOptions {
+  /** Runs the keyed claim statement (the store's `claimKeyed`). */
+  claimKeyed: (args: ClaimArgs) => Promise<KeyedClaim>;
+  nodeId: string;
+  boostIntervalMs: number;
+  withPayload: boolean;
+  clock: Clock;
+  /** Only this queue's keyed jobs (a per-queue lane); absent: every queue. */
+  queue?: string;
+  /** How long a node that saw no keyed row waits before looking again without a wakeup. Default 1000. */
+  recheckMs?: number;
+}
+
+/** The unkeyed claimer plus the keyed claim; see the module comment. */
+export class KeyedClaimer implements Claimer {
+  private keyedFirst = false;
+  private keyedLive = true;
+  private nextLookMs = 0;
+  private keyedClaims = 0;
+  private keyedJobs = 0;
+  private skipped = 0;
+
+  constructor(
+    private readonly inner: Claimer,
+    private readonly o: KeyedClaimerOptions,
+  ) {}
+
+  async claim(limit: number, types: readonly string[], dueLevels?: readonly number[]): Promise<ClaimedJob[]> {
+    const now = this.o.clock.now();
+    const lookKeyed = this.keyedLive || now >= this.nextLookMs;
+    if (!lookKeyed) {
+      this.skipped++;
+      return this.inner.claim(limit, types, dueLevels);
+    }
+    this.keyedFirst = !this.keyedFirst;
+    if (this.keyedFirst) {
+      const keyed = await this.keyed(limit, types);
+      const room = limit - keyed.length;
+      return room > 0 ? [...keyed, ...(await this.inner.claim(room, types, dueLevels))] : keyed;
+    }
+    const plain = await this.inner.claim(limit, types, dueLevels);
+    const room = limit - plain.length;
+    return room > 0 ? [...plain, ...(await this.keyed(room, types))] : plain;
+  }
+
+  private async keyed(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
+    this.keyedClaims++;
+    const r = await this.o.claimKeyed({
+      nodeId: this.o.nodeId,
+      limit,
+      types,
+      boostIntervalMs: this.o.boostIntervalMs,
+      withPayload: this.o.withPayload,
+      queue: this.o.queue ?? null,
+    });
+    this.keyedLive = r.keyed;
+    if (!r.keyed) this.nextLookMs = this.o.clock.now() + (this.o.recheckMs ?? 1000);
+    this.keyedJobs += r.jobs.length;
+    return r.jobs;
+  }
+
+  onWakeup(): void {
+    // New work may carry a key: look at the next poll.
+    this.nextLookMs = 0;
+    this.inner.onWakeup();
+  }
+
+  requestFullPass(): void {
+    this.nextLookMs = 0;
+    this.inner.requestFullPass?.();
+  }
+
+  describe(): Record<string, unknown> {
+    return {
+      ...this.inner.describe(),
+      keyed: {
+        live: this.keyedLive,
+        claims: this.keyedClaims,
+        claimed: this.keyedJobs,
+        skippedPolls: this.skipped,
+      },
+    };
+  }
+}
