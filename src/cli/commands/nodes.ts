@@ -29,10 +29,19 @@ function typesOf(n: NodeStatus): string[] {
   return n.info.registry?.types.map((t) => t.type) ?? [];
 }
 
+/**
+ * A node's release: its package version and, from 0.2 on, the schema version it needs (`0.2.0 schema 12`),
+ * so a rolling upgrade shows which releases run side by side.
+ */
+export function releaseOf(n: NodeStatus): string {
+  const schema = typeof n.info.schemaVersion === "number" ? ` schema ${n.info.schemaVersion}` : "";
+  return cell(`${n.info.version}${schema}`, 40);
+}
+
 /** The table of nodes. */
 export function nodesTable(nodes: readonly NodeStatus[]): string {
   return table(
-    ["NODE", "STATE", "HEARTBEAT AGE", "STARTED", "BUSY", "COORDINATOR", "TYPES"],
+    ["NODE", "STATE", "HEARTBEAT AGE", "STARTED", "BUSY", "COORDINATOR", "TYPES", "RELEASE"],
     nodes.map((n) => {
       const dead = !n.alive || n.info.deadAt !== undefined;
       const r = n.info.registry;
@@ -44,6 +53,7 @@ export function nodesTable(nodes: readonly NodeStatus[]): string {
         r ? `${r.busy}/${r.concurrency}` : `-/${n.info.concurrency}`,
         cell(n.info.coordinator, 20),
         cell(typesOf(n).join(",") || null, 80),
+        releaseOf(n),
       ];
     }),
   );

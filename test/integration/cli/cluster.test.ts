@@ -53,7 +53,7 @@ describe("pawl nodes", () => {
     const lines = text.stdout.split("\n");
     const live = lines.find((l) => l.startsWith("node-live"));
     const gone = lines.find((l) => l.startsWith("node-gone"));
-    expect(live).toMatch(/node-live\s+alive\s+\S+\s+\S+\s+3\/8\s+none\s+mail\.send,report\.build$/);
+    expect(live).toMatch(/node-live\s+alive\s+\S+\s+\S+\s+3\/8\s+none\s+mail\.send,report\.build\s+test$/);
     expect(gone).toMatch(/node-gone\s+dead\s+(59m \d\ds|1h 00m)/); // an hour old by the database's clock
     expect(text.stdout).toMatch(/orphan-sweep\s+node-live\s+yes\s+\d+\.\ds/);
     expect(text.stdout).toContain("(2 nodes)");

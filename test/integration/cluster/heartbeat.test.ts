@@ -1,6 +1,8 @@
 /**
  * Heartbeats, clock skew and the cluster view against the real database.
  */
+import { readFileSync } from "node:fs";
+import { loadMigrations } from "../../../src/store/migrations/migrate.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hostname } from "node:os";
 import type pg from "pg";
@@ -39,7 +41,9 @@ describe("heartbeat", () => {
     const first = await n.services.heartbeat.runOnce();
     const row1 = await nodeRow("hb-a");
     expect(row1?.node_info).toMatchObject({
-      version: "0.1.0",
+      // The package's real version and the newest migration this release knows (issue 25).
+      version: JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")).version,
+      schemaVersion: Math.max(...loadMigrations().map((m) => m.version)),
       host: hostname(),
       pid: process.pid,
       concurrency: 4,
