@@ -17,8 +17,8 @@ import { checkDatabaseUrl } from "./database-url.js";
 import { commandHelp, globalHelp, globalOptions, groupHelp } from "./help.js";
 import { packageVersion } from "./version.js";
 
-/** The commands that run without the schema check: the one that fixes it, and one that reads no database. */
-const schemaFree = new Set(["migrate", "inspect"]);
+/** The commands that run without the schema check: the one that fixes it, and those that read no database. */
+const schemaFree = new Set(["migrate", "inspect", "grants"]);
 
 export type { CliIo } from "./command.js";
 

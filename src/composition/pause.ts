@@ -4,6 +4,7 @@
  * PENDING job of it, and every job of it that becomes PENDING later, is PAUSED until the resume). The
  * store does all of it (src/store/composition/pause-sql.ts); here are the checks, the events and the wakeups.
  */
+import { asPrivilegeError } from "../db/privilege-error.js";
 import { JobNotFoundError, PawlError } from "../core/errors.js";
 import { validateJobType, validateQueueName } from "../input/enqueue-input.js";
 import { validateJobId } from "../input/job-id.js";
@@ -104,7 +105,13 @@ async function change(
         { cause: error },
       );
     }
-    throw error;
+    // Pausing creates (and the last resume drops) triggers on the job table: DDL, so the owner's role.
+    throw asPrivilegeError(
+      error,
+      `pausing or resuming a ${kind} creates or drops triggers on the job table, which only the schema's ` +
+        `owner may do: run it with the owner's role (e.g. "pawl ${resume ? "resume" : "pause"}" with the ` +
+        `owner's DATABASE_URL; docs/deployment.md#roles)`,
+    );
   }
   const out: PauseResult = { kind, name, changed: result.changed, jobs: result.jobs };
   if (result.duplicates.length > 0) out.duplicates = result.duplicates;

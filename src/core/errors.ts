@@ -28,7 +28,8 @@ export type PawlErrorCode =
   | "WAIT_TIMEOUT"
   | "INVALID_PROGRESS"
   | "SCHEMA_OUTDATED"
-  | "SCHEMA_INCOMPATIBLE";
+  | "SCHEMA_INCOMPATIBLE"
+  | "INSUFFICIENT_PRIVILEGE";
 
 /**
  * The base class of the errors pawl raises itself.

@@ -10,6 +10,7 @@
  * The cluster's statements (node registry, leases, orphans, pruning, recurring schedules) are inherited
  * from {@link PostgresClusterStatements} (postgres-cluster-statements.ts).
  */
+import { asPrivilegeError } from "../db/privilege-error.js";
 import { claimKeyedJobs, type KeyedClaim } from "./claim/keyed-claim.js";
 import { PostgresOperatorReads, type OperatorReads } from "./operator/operator-reads.js";
 import type pg from "pg";
@@ -180,12 +181,28 @@ export class PostgresJobStore extends PostgresClusterStatements implements Gatew
     return res.rows[0]?.status ?? null;
   }
 
-  migrate(): Promise<MigrateResult> {
-    return migrate(this.pool, this.tables.schema);
+  async migrate(): Promise<MigrateResult> {
+    try {
+      return await migrate(this.pool, this.tables.schema);
+    } catch (error) {
+      throw asPrivilegeError(
+        error,
+        `migrations need the schema's owner: run "pawl migrate" (or pawl.migrate()) with the owner's role, ` +
+          `and give this role only what "pawl grants <role>" prints (docs/deployment.md#roles)`,
+      );
+    }
   }
 
-  migrationStatus(): Promise<MigrationStatus> {
-    return migrationStatus(this.db, this.tables.schema);
+  async migrationStatus(): Promise<MigrationStatus> {
+    try {
+      return await migrationStatus(this.db, this.tables.schema);
+    } catch (error) {
+      throw asPrivilegeError(
+        error,
+        `this role has no grants on schema "${this.tables.schema}": run what "pawl grants <role>" prints, ` +
+          `as the schema's owner (docs/deployment.md#roles)`,
+      );
+    }
   }
 
   dedicated(connectionString: string, logger: Logger, applicationName: string): DedicatedClusterStore {

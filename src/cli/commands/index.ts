@@ -9,6 +9,7 @@ import { explainCommand } from "./explain.js";
 import { inspectCommand } from "./inspect.js";
 import { cancelCommand, jobCommand, jobsCommand } from "./jobs.js";
 import { migrateCommand } from "./migrate.js";
+import { grantsCommand } from "./grants.js";
 import { nodesCommand } from "./nodes.js";
 import { schedulesCommand } from "./schedules.js";
 import { statsCommand } from "./stats.js";
@@ -24,6 +25,7 @@ import {
 /** Every command, in the order help lists them. */
 export const commands: readonly Command[] = [
   migrateCommand,
+  grantsCommand,
   enqueueCommand,
   jobsCommand,
   jobCommand,
