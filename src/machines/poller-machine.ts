@@ -71,6 +71,8 @@ export type PollerEvent =
       at?: number;
       /** The earliest due time the runtime knows of (node clock ms), or null. */
       dueAt?: number | null;
+      /** Keyed work waited on a concurrency limit in this claim: treat a freed slot as a likely backlog. */
+      heldBack?: boolean;
     }
   | { type: "CLAIM_FAILED"; error: unknown; at?: number }
   /** The runtime learned a due time (it wrote a retry, snooze or delayed job); `at` is now. */
@@ -84,7 +86,9 @@ function recordClaim({ event }: { event: PollerEvent }): Partial<PollerContext> 
   return {
     lastClaimed: event.claimed,
     lastLimit: event.limit,
-    lastFull: event.limit > 0 && event.claimed >= event.limit,
+    // A claim held back by concurrency limits also means work waits: a freed slot (perhaps of that key)
+    // should claim at once rather than wait out the delay (docs/fairness.md).
+    lastFull: (event.limit > 0 && event.claimed >= event.limit) || event.heldBack === true,
     delayMs: event.at === undefined ? event.delayMs : capDelay(event.delayMs, event.dueAt, event.at),
     baseDelayMs: event.delayMs,
     dueAt: event.dueAt ?? null,

@@ -21,6 +21,7 @@ import { BreakerGate } from "./breaker-gate.js";
 import { CancelCheck } from "./cancel-check.js";
 import { ClaimCycle } from "./claim/claim-cycle.js";
 import { DueNotes } from "./claim/due-notes.js";
+import { wakeOnLanded } from "./claim/limit-wake.js";
 import type { FinishDeps } from "./attempt/finish-attempt.js";
 import type { JobRun } from "./attempt/job-run.js";
 import { NodeLanes } from "./claim/lanes.js";
@@ -111,7 +112,13 @@ export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodePar
     queueLimits: deps.options.queueRateLimits,
   });
   const dues = new DueNotes({ clock, poller: () => links.actor("poller"), active: () => !links.draining() });
-  const outcomes = dues.noting(writer, (id) => links.runs.get(id)?.claimed.priority);
+  // Declared before the lanes exist; read only once outcomes land, after start.
+  let heldBack = (): boolean => false;
+  const outcomes = wakeOnLanded(
+    dues.noting(writer, (id) => links.runs.get(id)?.claimed.priority),
+    () => heldBack(),
+    () => links.actor("poller")?.send({ type: "WAKE" }),
+  );
   const finishDeps: FinishDeps = {
     writer: outcomes,
     events,
@@ -146,8 +153,10 @@ export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodePar
     prefetch: deps.prefetch,
     queues: deps.queues,
     claimer: () => withKeyedClaim(deps.createClaimer(claimerOptions), claimerOptions),
-    queueClaimer: (queue) => withKeyedClaim(new ClassicClaimer({ ...claimerOptions, queue }), claimerOptions, queue),
+    queueClaimer: (queue) =>
+      withKeyedClaim(new ClassicClaimer({ ...claimerOptions, queue }), claimerOptions, queue),
   });
+  heldBack = () => lanes.all.some((lane) => lane.claimer.heldBack?.() === true);
   const claims = new ClaimCycle({
     clock,
     events,

@@ -2,6 +2,7 @@
  * Registered job types: the handler and the per-type options, validated at register() so a typo in
  * an option fails at start-up, not at the first job.
  */
+import { validateConcurrencyLimit } from "../input/concurrency-input.js";
 import type { TypeDefaults, PayloadValidator } from "../input/enqueue-input.js";
 import { validateJobType, validateQueueName } from "../input/enqueue-input.js";
 import { ValidationError } from "../core/errors.js";
@@ -46,6 +47,11 @@ export interface RegisterOptions<P = unknown> {
   queue?: string;
   /** The default priority of the type's jobs. */
   priority?: Priority;
+  /**
+   * The limit of this type's jobs enqueued with a `concurrencyKey` and no `concurrencyLimit` of their
+   * own: at most this many jobs of one key run at once, across the cluster (docs/fairness.md).
+   */
+  concurrencyLimit?: number;
   /** Errors for which this returns true go straight to DEAD (besides NonRetryableError and Discard). */
   nonRetryable?: (error: Error) => boolean;
   /** @internal Type parameter carrier. */
@@ -65,6 +71,8 @@ export interface JobType {
   validate: PayloadValidator | undefined;
   queue: string | undefined;
   priority: Priority | undefined;
+  /** The default concurrency limit for keyed jobs of the type (absent: none). */
+  concurrencyLimit?: number | undefined;
   nonRetryable: ((error: Error) => boolean) | undefined;
 }
 
@@ -78,6 +86,7 @@ const keys = new Set([
   "validate",
   "queue",
   "priority",
+  "concurrencyLimit",
   "nonRetryable",
 ]);
 
@@ -142,6 +151,8 @@ export function resolveJobType(type: string, handler: unknown, options: Register
     validate,
     queue: options.queue === undefined ? undefined : validateQueueName(options.queue),
     priority: options.priority,
+    concurrencyLimit:
+      options.concurrencyLimit === undefined ? undefined : validateConcurrencyLimit(options.concurrencyLimit),
     nonRetryable: options.nonRetryable,
   };
 }
@@ -156,5 +167,6 @@ export function typeDefaults(t: JobType): TypeDefaults {
     ...(t.maxAttempts !== undefined ? { maxAttempts: t.maxAttempts } : {}),
     ...(t.queue !== undefined ? { queue: t.queue } : {}),
     ...(t.validate !== undefined ? { validate: t.validate } : {}),
+    ...(t.concurrencyLimit !== undefined ? { concurrencyLimit: t.concurrencyLimit } : {}),
   };
 }

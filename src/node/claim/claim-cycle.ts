@@ -133,6 +133,7 @@ export class ClaimCycle {
       mode: s?.mode ?? "normal",
       at: now,
       dueAt: this.d.dues.next(),
+      heldBack: batches.some((b) => b.lane.claimer.heldBack?.() === true),
     });
   }
 }

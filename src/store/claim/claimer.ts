@@ -31,6 +31,11 @@ export interface Claimer {
    * claimers that look past floors need it (claim cursors); the classic claim sees everything anyway.
    */
   requestFullPass?(): void;
+  /**
+   * Whether the last claim left keyed work waiting on a concurrency limit (docs/fairness.md): the poller
+   * then claims again as soon as a slot frees, since a job ending here may free its key. Absent: never.
+   */
+  heldBack?(): boolean;
   /** State worth showing in the inspector. */
   describe(): Record<string, unknown>;
 }

@@ -21,10 +21,16 @@ import { payloadVariants, type Queryable, type Tables } from "../../db/sql.js";
  * `$6` the queue or null. Returns the classic claim's columns.
  */
 export function keyedClaimSql(t: Tables, withPayload: boolean): string {
+  // One row of nulls when nothing was claimed, so `keyed` (whether any keyed row is live at all, read in
+  // the statement's snapshot) always comes back: a node stops sending this statement while it is false.
   return `
+    WITH c AS (
+      SELECT * FROM ${t.s}.pawl_claim_keyed($1::int, $2::text, $3::text[], $4::bigint, $6::text, $5::timestamptz)
+    )
     SELECT j.id, j.type, j.queue, j.priority, j.priority + ${boostSql(claimNowSql, "j")} AS effective,
-           j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time, j.trace_context${withPayload ? ", j.payload" : ""}
-    FROM ${t.s}.pawl_claim_keyed($1::int, $2::text, $3::text[], $4::bigint, $6::text, $5::timestamptz) j`;
+           j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time, j.trace_context${withPayload ? ", j.payload" : ""},
+           EXISTS (SELECT 1 FROM ${t.jobs} k WHERE k.status = 'PENDING' AND k.concurrency_key IS NOT NULL) AS keyed
+    FROM (SELECT 1) one LEFT JOIN c j ON true`;
 }
 
 const statement = payloadVariants("keyed_claim", (t, withPayload) => keyedClaimSql(t, withPayload));

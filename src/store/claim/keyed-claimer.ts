@@ -34,6 +34,7 @@ export class KeyedClaimer implements Claimer {
   private keyedClaims = 0;
   private keyedJobs = 0;
   private skipped = 0;
+  private lastHeldBack = false;
 
   constructor(
     private readonly inner: Claimer,
@@ -69,9 +70,16 @@ export class KeyedClaimer implements Claimer {
       queue: this.o.queue ?? null,
     });
     this.keyedLive = r.keyed;
+    // Keyed rows are live but the claim took fewer than asked: some key was at its limit (or its rows
+    // are running or not due yet); a freed slot is worth a claim at once.
+    this.lastHeldBack = r.keyed && r.jobs.length < limit;
     if (!r.keyed) this.nextLookMs = this.o.clock.now() + (this.o.recheckMs ?? 1000);
     this.keyedJobs += r.jobs.length;
     return r.jobs;
+  }
+
+  heldBack(): boolean {
+    return this.lastHeldBack;
   }
 
   onWakeup(): void {
