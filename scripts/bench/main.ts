@@ -15,6 +15,9 @@
  *                                         rate against the due backlog, finished rows, payload size and
  *                                         queues (beside graphile-worker tuned where it has the axis), and
  *                                         the idle cost per node; SVG plots into --plots (curves.ts)
+ *             --fairness                  concurrency keys (issue 27): noisy neighbour, a limit of 3 on two
+ *                                         nodes, 1,000 keys, a critical job behind a backlog, throughput
+ *                                         with and without keys (fairness.ts)
  *             --graveyard                 idle-poll and claim cost over 200,000 dead tuples, with and
  *                                         without claim cursors (database pawl_graveyard, or
  *                                         GRAVEYARD_DATABASE_URL)
@@ -72,6 +75,7 @@ const { values: flags } = parseArgs({
     "soak-chunk": { type: "string", default: "50000" },
     // Hook for the claim-cursor benchmark of issue 7, which belongs to the claim-cursor work.
     graveyard: { type: "boolean", default: false },
+    fairness: { type: "boolean", default: false },
     curves: { type: "boolean", default: false },
     axes: { type: "string" },
     plots: { type: "string" },
@@ -96,6 +100,14 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(USAGE);
+  process.exit(0);
+}
+
+if (flags.fairness) {
+  const url = benchDatabaseUrl(flags["database-url"]);
+  await ensureDatabase(url);
+  const { runFairness } = await import("./fairness.js");
+  console.log(JSON.stringify(await runFairness({ databaseUrl: url }), null, 2));
   process.exit(0);
 }
 

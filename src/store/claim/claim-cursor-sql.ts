@@ -112,9 +112,12 @@ export function seekClaimSql(t: Tables, withPayload: boolean): string {
   return seekMergeSql(t, withPayload, { prelude: "", pickIds: "'{}'::bigint[]", meta: "", metaOut: "" });
 }
 
+/** How many of the newest rows above the id floor the floored pass's window reads besides the oldest. */
+export const newestWindowRows = 32;
+
 /**
  * The floored pass in one statement (one round trip on the wakeup path). The CTE `win` reads up to `$10`
- * PENDING due rows of the types with id above `$9`, in id order: a range scan on the `(id) WHERE status =
+ * PENDING due rows of the types with id above `$9`, in id order, and the newest {@link newestWindowRows}: a range scan on the `(id) WHERE status =
  * 'PENDING'` index that takes no locks and never touches the priority index. `win_picks` orders the window
  * in claim order (effective priority with the age boost, then scheduled time, then id; the model is
  * `pickWindow`) and keeps the best `$1`; they are the seek claim's picks. `$1..$8` are the seek claim's.
@@ -122,12 +125,16 @@ export function seekClaimSql(t: Tables, withPayload: boolean): string {
  * in id order, since the cursors learn levels and ids from rows the claim did not take.
  */
 export function flooredClaimSql(t: Tables, withPayload: boolean): string {
+  // The window is the oldest \$10 rows above the floor plus the newest ${newestWindowRows}: a job enqueued
+  // with a wakeup is the newest row, so a higher priority arriving behind a backlog of more than a window
+  // is picked at the next floored pass rather than at the next full pass (issue 27, item 4).
+  const where = `${claimableSql("j")} AND ${unkeyedSql("j")} AND j.id > $9::bigint
+        AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])`;
   const prelude = `win AS (
-      SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j
-      WHERE ${claimableSql("j")} AND ${unkeyedSql("j")} AND j.id > $9::bigint
-        AND j.scheduled_time <= ${now} AND j.type = ANY($3::text[])
-      ORDER BY j.id
-      LIMIT $10
+      (SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j WHERE ${where} ORDER BY j.id LIMIT $10)
+      UNION
+      (SELECT j.id, j.priority, j.scheduled_time FROM ${t.jobs} j WHERE ${where}
+       ORDER BY j.id DESC LIMIT ${newestWindowRows})
     ),
     win_picks AS (
       SELECT w.id FROM win w

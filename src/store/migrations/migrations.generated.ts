@@ -1048,8 +1048,9 @@ $$;
 -- 3. A row starts only while fewer than its own concurrency_limit jobs of its key run (counting the rows
 --    this claim took before it); a row without a limit starts regardless. Rows of a key are taken in
 --    order: once one is refused, the key's later rows wait too, so a key's priority order is kept.
--- 4. The row is locked (FOR UPDATE SKIP LOCKED, rechecked claimable) and leased in one UPDATE at the end,
---    like the unkeyed claim: status stays PENDING, picked_by set, attempt counted (0008).
+-- 4. The rows taken are locked (FOR UPDATE SKIP LOCKED, rechecked claimable) and leased in one UPDATE at
+--    the end, like the unkeyed claim: status stays PENDING, picked_by set, attempt counted (0008). A row
+--    another writer holds is skipped: the claim takes fewer, never more.
 CREATE FUNCTION {{schema}}.pawl_claim_keyed(p_limit integer, p_node text, p_types text[], p_boost_ms bigint,
                                             p_queue text, p_now timestamptz)
 RETURNS SETOF {{schema}}.scheduler_job_queue
@@ -1057,42 +1058,38 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   t_now constant timestamptz := coalesce(p_now, now());
   n_keys integer;
+  all_keys text[];
   per_key integer;
   c record;
   keys text[] := '{}';
   key_state integer[] := '{}';   -- per key: -1 locked by another claimer, -2 refused (at its limit), else running
   i integer;
   taken bigint[] := '{}';
-  got bigint;
 BEGIN
   IF p_limit <= 0 THEN
     RETURN;
   END IF;
-  SELECT count(*) INTO n_keys FROM (
-    WITH RECURSIVE k(key) AS (
-      (SELECT concurrency_key FROM {{schema}}.scheduler_job_queue
-       WHERE status = 'PENDING' AND concurrency_key IS NOT NULL ORDER BY concurrency_key LIMIT 1)
-      UNION ALL
-      SELECT (SELECT j.concurrency_key FROM {{schema}}.scheduler_job_queue j
-              WHERE j.status = 'PENDING' AND j.concurrency_key IS NOT NULL AND j.concurrency_key > k.key
-              ORDER BY j.concurrency_key LIMIT 1)
-      FROM k WHERE k.key IS NOT NULL
-    ) SELECT key FROM k WHERE key IS NOT NULL) s;
+  -- The keys with PENDING rows: one skip scan of the keyed index.
+  WITH RECURSIVE k(key) AS (
+    (SELECT concurrency_key FROM {{schema}}.scheduler_job_queue
+     WHERE status = 'PENDING' AND concurrency_key IS NOT NULL ORDER BY concurrency_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.concurrency_key FROM {{schema}}.scheduler_job_queue j
+            WHERE j.status = 'PENDING' AND j.concurrency_key IS NOT NULL AND j.concurrency_key > k.key
+            ORDER BY j.concurrency_key LIMIT 1)
+    FROM k WHERE k.key IS NOT NULL
+  )
+  SELECT coalesce(array_agg(key), '{}') INTO all_keys FROM k WHERE key IS NOT NULL;
+  n_keys := coalesce(array_length(all_keys, 1), 0);
   IF n_keys = 0 THEN
     RETURN;
   END IF;
-  -- Enough rows per key for the rounds a claim of p_limit can reach, and twice that for keys refused.
-  per_key := least(p_limit, greatest(2, ceil(2.0 * p_limit / n_keys)::int));
+  -- Enough rows per key for the rounds a claim of p_limit can reach (twice that, for keys refused), and
+  -- never more than 16 of one key: a node's buffer then holds few jobs of a key with a backlog, so a
+  -- key that shows up later is not queued locally behind hundreds of them.
+  per_key := least(p_limit, 16, greatest(2, ceil(2.0 * p_limit / n_keys)::int));
   FOR c IN
-    WITH RECURSIVE k(key) AS (
-      (SELECT concurrency_key FROM {{schema}}.scheduler_job_queue
-       WHERE status = 'PENDING' AND concurrency_key IS NOT NULL ORDER BY concurrency_key LIMIT 1)
-      UNION ALL
-      SELECT (SELECT j.concurrency_key FROM {{schema}}.scheduler_job_queue j
-              WHERE j.status = 'PENDING' AND j.concurrency_key IS NOT NULL AND j.concurrency_key > k.key
-              ORDER BY j.concurrency_key LIMIT 1)
-      FROM k WHERE k.key IS NOT NULL
-    ),
+    WITH k(key) AS (SELECT unnest(all_keys)),
     cand AS (
       SELECT r.id, r.concurrency_key, r.concurrency_limit, r.scheduled_time,
              r.priority + CASE WHEN p_boost_ms > 0
@@ -1109,7 +1106,6 @@ BEGIN
         ORDER BY j.priority DESC, j.scheduled_time, j.id
         LIMIT per_key
       ) r
-      WHERE k.key IS NOT NULL
     )
     SELECT * FROM cand ORDER BY round, effective DESC, scheduled_time, id
   LOOP
@@ -1129,13 +1125,10 @@ BEGIN
       key_state[i] := -2;
       CONTINUE;
     END IF;
-    SELECT j.id INTO got FROM {{schema}}.scheduler_job_queue j
-    WHERE j.id = c.id AND j.status = 'PENDING' AND j.picked_by IS NULL
-    FOR UPDATE SKIP LOCKED;
-    IF got IS NOT NULL THEN
-      taken := taken || got;
-      key_state[i] := key_state[i] + 1;
-    END IF;
+    -- No row lock yet: while this claim holds the key's lock no other new claimer takes the key's rows;
+    -- the final UPDATE locks them, skipping any another writer (a cancel, an old node) holds.
+    taken := taken || c.id;
+    key_state[i] := key_state[i] + 1;
   END LOOP;
   -- Fold the deltas of the keys this claim holds into one row each, so a count stays a short read. Only
   -- the lock holder folds; deltas that commit meanwhile are not in this DELETE's snapshot and stay.
@@ -1156,7 +1149,10 @@ BEGIN
   RETURN QUERY
     UPDATE {{schema}}.scheduler_job_queue j
     SET picked_by = p_node, picked_at = now(), attempts = j.attempts + 1, updated_at = now()
-    WHERE j.id = ANY(taken)
+    WHERE j.id = ANY(ARRAY(
+      SELECT x.id FROM {{schema}}.scheduler_job_queue x
+      WHERE x.id = ANY(taken) AND x.status = 'PENDING' AND x.picked_by IS NULL
+      FOR UPDATE SKIP LOCKED))
     RETURNING j.*;
 END
 $$;
