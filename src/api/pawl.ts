@@ -8,7 +8,7 @@ import { attemptTracer } from "../node/attempt/attempt-spans.js";
 import { traceInternals, traceOutcomeWrites } from "../node/internal-spans.js";
 import { resolveConfig, type PawlConfig } from "../input/config.js";
 import { onConnectionFault } from "../db/held-client.js";
-import { PawlError } from "../core/errors.js";
+import { PawlError, SchemaVersionError } from "../core/errors.js";
 import { PawlEventEmitter, type PawlEventName, type PawlEvents } from "../core/events.js";
 import { PawlClient } from "./client.js";
 import { NodeHooks } from "./node-hooks.js";
@@ -203,6 +203,20 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
           defaultTimeoutMs: c.runtimeOptions.defaultTimeoutMs,
           breakerOpenMs: (service) => c.runtimeOptions.breakerFor(service).openMs,
         }),
+      // A newer release recorded a breaking migration: this node stops itself cleanly (drains, hands
+      // back what it buffered, deletes its row); the heartbeat has logged why.
+      onIncompatibleSchema: (found) => {
+        this.events.emit("error", {
+          where: "schema check",
+          error: new SchemaVersionError(
+            "SCHEMA_INCOMPATIBLE",
+            `schema migration ${found.newestBreaking} is incompatible with this release (it knows up to ` +
+              `${found.releaseVersion}): the node stopped; deploy the newer release`,
+            { schemaVersion: found.schemaVersion, requiredVersion: found.releaseVersion },
+          ),
+        });
+        void this.stop().catch(() => {});
+      },
       // Heartbeats get their own connection unless the caller brought the pool.
       ...(c.pool === undefined ? { heartbeatConnectionString: c.connectionString } : {}),
     });

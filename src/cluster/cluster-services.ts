@@ -28,7 +28,7 @@ import { sweepReady } from "../logic/cluster-logic.js";
 import type { ResolvedClusterOptions } from "../input/cluster-options.js";
 import { ClockSkewMonitor, type ClockSkewReading } from "./clock-skew.js";
 import type { NodeRegistry } from "../logic/explain-facts.js";
-import { HeartbeatService, type LagProbe } from "./heartbeat.js";
+import { HeartbeatService, type HeartbeatDeps, type LagProbe } from "./heartbeat.js";
 import type { HeartbeatResult } from "../core/events.js";
 import { LeaseManager } from "./lease.js";
 import { localNodeInfo, newInstanceId, previousRunGone } from "./node-info.js";
@@ -64,6 +64,8 @@ export interface ClusterServicesDeps {
    * never queue behind job traffic on a saturated pool. Pawl passes it when it created its pool itself.
    */
   heartbeatConnectionString?: string;
+  /** Called once when a heartbeat finds a breaking migration newer than this release (the node stops). */
+  onIncompatibleSchema?: HeartbeatDeps["onIncompatibleSchema"];
 }
 
 /** What prepare() did. */
@@ -129,6 +131,7 @@ export class ClusterServices {
       logger,
       ...(deps.lag ? { lag: deps.lag } : {}),
       ...(deps.registry ? { registry: deps.registry } : {}),
+      ...(deps.onIncompatibleSchema ? { onIncompatibleSchema: deps.onIncompatibleSchema } : {}),
     });
     this.sweeper = new OrphanSweeper({
       store,

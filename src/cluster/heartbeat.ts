@@ -63,6 +63,16 @@ export interface HeartbeatDeps {
   lag?: LagProbe;
   /** What the node runs now, published with each beat (see {@link buildNodeRegistry}); null: nothing yet. */
   registry?: () => NodeRegistry | null;
+  /**
+   * Called once when a beat finds a migration recorded as breaking that is newer than this release knows
+   * (`node_info.schemaVersion`): a newer release migrated the schema in a way this node cannot run beside,
+   * so the node should stop. Absent: only logged.
+   */
+  onIncompatibleSchema?: (found: {
+    newestBreaking: number;
+    schemaVersion: number;
+    releaseVersion: number;
+  }) => void;
 }
 
 /** What {@link buildNodeRegistry} reads: the node's registered types, its live actor tree, its config. */
@@ -134,6 +144,8 @@ export class HeartbeatService implements BackgroundService<HeartbeatResult> {
   private healthy: number | null = null;
   private readonly lag: LagProbe;
   private last: HeartbeatResult | null = null;
+  /** Whether an incompatible schema was already reported (once per service). */
+  private incompatibleReported = false;
 
   constructor(private readonly deps: HeartbeatDeps) {
     this.lag = deps.lag ?? eventLoopLagProbe();
@@ -199,6 +211,7 @@ export class HeartbeatService implements BackgroundService<HeartbeatResult> {
         },
       );
     }
+    this.checkSchema(row.schemaVersion, row.newestBreaking);
     const result: HeartbeatResult = {
       heartbeatAt: row.heartbeatAt,
       startedAt: row.startedAt,
@@ -210,6 +223,24 @@ export class HeartbeatService implements BackgroundService<HeartbeatResult> {
     this.last = result;
     events.emit("cluster:heartbeat", { nodeId, ...result });
     return result;
+  }
+
+  /** Reacts, once, to a breaking migration newer than this release (see `onIncompatibleSchema`). */
+  private checkSchema(schemaVersion: number | null, newestBreaking: number | null): void {
+    const releaseVersion = this.deps.info.schemaVersion;
+    if (this.incompatibleReported || newestBreaking === null || releaseVersion === undefined) return;
+    if (newestBreaking <= releaseVersion) return;
+    this.incompatibleReported = true;
+    this.deps.logger.error(
+      `the schema has migration ${newestBreaking}, which is incompatible with this release (it knows up to ` +
+        `${releaseVersion}): this node stops; deploy the newer release on it`,
+      { nodeId: this.deps.nodeId, schemaVersion: schemaVersion ?? newestBreaking, releaseVersion },
+    );
+    this.deps.onIncompatibleSchema?.({
+      newestBreaking,
+      schemaVersion: schemaVersion ?? newestBreaking,
+      releaseVersion,
+    });
   }
 
   /** The wait after a failed beat. */

@@ -49,6 +49,10 @@ export interface HeartbeatRow {
   startedAt: Date;
   /** The sweep had declared this node dead before this beat (its jobs may have been recovered). */
   wasDeclaredDead: boolean;
+  /** The schema's newest applied migration, read with the beat (null when the version table is absent). */
+  schemaVersion: number | null;
+  /** The newest migration recorded as breaking (pawl_migrations.breaking), or null: see migration 0012. */
+  newestBreaking: number | null;
 }
 
 interface RawNode {
@@ -88,14 +92,29 @@ export async function upsertHeartbeat(
        started_at = CASE WHEN n.node_info->>'instance' IS NOT DISTINCT FROM EXCLUDED.node_info->>'instance'
                          THEN n.started_at ELSE EXCLUDED.started_at END,
        node_info = EXCLUDED.node_info
-     RETURNING n.heartbeat_ts, n.started_at, coalesce((SELECT dead FROM prev), false) AS was_dead`,
+     RETURNING n.heartbeat_ts, n.started_at, coalesce((SELECT dead FROM prev), false) AS was_dead,
+       (SELECT max(version) FROM ${t.s}.pawl_migrations) AS schema_version,
+       -- to_jsonb reads the column whether or not 0012 added it yet.
+       (SELECT max(version) FROM ${t.s}.pawl_migrations m
+         WHERE (to_jsonb(m) ->> 'breaking')::boolean IS TRUE) AS newest_breaking`,
   );
   const { deadAt: _dropped, ...clean } = info;
-  const res = await db.query<{ heartbeat_ts: Date; started_at: Date; was_dead: boolean }>(
-    stmt([nodeId, JSON.stringify(clean), now]),
-  );
-  const row = res.rows[0] as { heartbeat_ts: Date; started_at: Date; was_dead: boolean };
-  return { heartbeatAt: row.heartbeat_ts, startedAt: row.started_at, wasDeclaredDead: row.was_dead };
+  type Row = {
+    heartbeat_ts: Date;
+    started_at: Date;
+    was_dead: boolean;
+    schema_version: number | null;
+    newest_breaking: number | null;
+  };
+  const res = await db.query<Row>(stmt([nodeId, JSON.stringify(clean), now]));
+  const row = res.rows[0] as Row;
+  return {
+    heartbeatAt: row.heartbeat_ts,
+    startedAt: row.started_at,
+    wasDeclaredDead: row.was_dead,
+    schemaVersion: row.schema_version,
+    newestBreaking: row.newest_breaking,
+  };
 }
 
 /** Reads one node's row and the database's time; `node` is null when the node has no row. */

@@ -74,6 +74,27 @@ describe("the schema version check at start()", () => {
   });
 });
 
+describe("a running node and a newer release's breaking migration", () => {
+  it("stops itself cleanly at its next heartbeat, saying why", async () => {
+    const schema = await migrated("sv_running_breaking");
+    const node = testPawl(schema, { heartbeatIntervalMs: 200, deadNodeThresholdMs: 3_000 });
+    node.register("work", async () => {});
+    const errors: string[] = [];
+    node.events.on("error", ({ where, error }) => errors.push(`${where}: ${error.message}`));
+    await node.start();
+    const stopped = node.events.next("node:stopped", undefined, 20_000);
+    await pool.query(
+      `INSERT INTO "${schema}".pawl_migrations (version, name, breaking) VALUES (99, '0099_future.sql', true)`,
+    );
+    await stopped;
+    await node.close();
+    expect(errors).toEqual([expect.stringMatching(/^schema check: schema migration 99 is incompatible/)]);
+    // It left the cluster as a graceful stop does: its node row is gone.
+    const rows = await pool.query(`SELECT node_id FROM "${schema}".scheduler_node`);
+    expect(rows.rows).toEqual([]);
+  }, 30_000);
+});
+
 describe("migration 0012 and rows stored as RUNNING", () => {
   it("turns them into leases recovered once their node is dead, and refuses new ones", async () => {
     const schema = await migrated("sv_running");
