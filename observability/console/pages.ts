@@ -200,7 +200,18 @@ export interface LeaseView {
 /** Node rows and leases. */
 export function nodesPage(ctx: PageContext, nodes: NodeStatus[], leases: LeaseView[], now: Date): Html {
   return h`${table(
-    ["node", "alive", "heartbeat", "started", "host / pid", "concurrency", "busy", "types", "queues"],
+    [
+      "node",
+      "alive",
+      "heartbeat",
+      "started",
+      "host / pid",
+      "release",
+      "concurrency",
+      "busy",
+      "types",
+      "queues",
+    ],
     nodes.map((n) => {
       const r = n.info.registry;
       return [
@@ -209,6 +220,10 @@ export function nodesPage(ctx: PageContext, nodes: NodeStatus[], leases: LeaseVi
         when(n.heartbeatAt, now),
         when(n.startedAt, now),
         `${n.info.host} / ${n.info.pid}`,
+        // The package version and the schema version its release needs: which releases run side by side.
+        typeof n.info.schemaVersion === "number"
+          ? `${n.info.version} (schema ${n.info.schemaVersion})`
+          : n.info.version,
         n.info.concurrency,
         r ? r.busy : "",
         r ? r.types.map((t) => t.type).join(", ") : h`<span class="muted">not published</span>`,

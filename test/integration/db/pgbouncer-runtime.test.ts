@@ -169,10 +169,12 @@ describe.skipIf(!poolerUrl)("through PgBouncer in transaction mode", () => {
     const server = await serveMetrics(createMetrics(node), { port: 0, console: createConsole(node) });
     try {
       const base = server.url.replace(/\/metrics$/, "");
-      for (const path of ["/metrics", "/console", "/console/jobs", "/console/dlq"]) {
+      for (const path of ["/metrics", "/console", "/console/jobs", "/console/dlq", "/console/nodes"]) {
         const res = await fetch(base + path);
         expect(res.status, path).toBe(200);
-        await res.text();
+        const body = await res.text();
+        // The nodes page names each node's release and the schema version it needs.
+        if (path === "/console/nodes") expect(body).toMatch(/\(schema \d+\)/);
       }
     } finally {
       await server.close();
