@@ -76,6 +76,12 @@ export function buildMetricSet(registry: Registry, prefix: string, c: Collectors
   const metrics = {
     // Node
     nodeInfo: gauge("node_info", "Always 1; labels describe this pawl node.", ["node_id"], undefined),
+    buildInfo: gauge(
+      "build_info",
+      "Always 1; labels name this process's pawl release and the schema version it needs.",
+      ["version", "schema_version"],
+      undefined,
+    ),
     nodeRunning: gauge(
       "node_running",
       "1 while the node runs jobs (started and not stopped), else 0.",

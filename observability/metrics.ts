@@ -8,7 +8,7 @@
  * what it emits. Every name is declared in metric-set.ts.
  */
 import { collectDefaultMetrics, Registry } from "./prom-client.js";
-import type { ActorNode, ActorTree } from "../src/index.js";
+import { releaseInfo, type ActorNode, type ActorTree } from "../src/index.js";
 import type { JobCount } from "../src/store/jobs/read-jobs.js";
 import { CachedRead } from "./cached-read.js";
 import { TypeTally } from "./hot-path.js";
@@ -252,6 +252,8 @@ export function createMetrics(pawl: MetricsSource, options: MetricsOptions = {})
     })[key];
 
   m.nodeInfo.set({ node_id: pawl.nodeId }, 1);
+  const release = releaseInfo();
+  m.buildInfo.set({ version: release.version, schema_version: String(release.schemaVersion) }, 1);
   for (const source of ["local", "coordinator"]) m.wakeups.inc({ source }, 0);
   if (options.defaultMetrics && !registry.getSingleMetric(`${prefix}process_cpu_user_seconds_total`)) {
     collectDefaultMetrics({ register: registry, prefix });

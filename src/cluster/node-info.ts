@@ -40,6 +40,19 @@ export function releaseSchemaVersion(): number {
   return Math.max(0, ...loadMigrations().map((m) => m.version));
 }
 
+/**
+ * This release: the package's version and the schema version its nodes need (what heartbeats publish and
+ * the metrics' `pawl_build_info` labels carry).
+ *
+ * @example
+ * ```ts
+ * releaseInfo(); // { version: "0.2.0", schemaVersion: 12 }
+ * ```
+ */
+export function releaseInfo(): { version: string; schemaVersion: number } {
+  return { version: pawlVersion(), schemaVersion: releaseSchemaVersion() };
+}
+
 /** A fresh instance id. */
 export function newInstanceId(): string {
   return randomBytes(8).toString("hex");
