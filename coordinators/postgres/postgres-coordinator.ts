@@ -32,6 +32,9 @@ import {
 
 type Subscriber = ReturnType<typeof pgListen.default>;
 
+/** How often a connection found deaf is probed again (it may have been a false verdict under load). */
+const DEAF_RECHECK_MS = 60_000;
+
 /** NOTIFYs waiting for the connection; beyond this, hints are dropped (they are only wakeups). */
 const MAX_QUEUED_NOTIFIES = 256;
 
@@ -58,8 +61,10 @@ export class PostgresCoordinator extends BaseCoordinator {
   private sending = false;
   /** This instance's own channel for the LISTEN probe (listen-probe.ts). */
   private readonly probeChannel = probeChannelName();
-  /** The probe in flight: its token and its deadline timer. */
-  private probing: { token: string; timer: NodeJS.Timeout } | undefined;
+  /** The probe in flight: its token and, once sent, its deadline timer. */
+  private probing: { token: string; timer: NodeJS.Timeout | undefined } | undefined;
+  /** A later probe: after a deaf verdict, or after a probe that could not be sent. */
+  private reprobe: NodeJS.Timeout | undefined;
   /** True while the last probe went unheard (the connection cannot LISTEN). */
   private deaf = false;
 
@@ -169,8 +174,10 @@ export class PostgresCoordinator extends BaseCoordinator {
 
   protected async shutdown(): Promise<void> {
     this.queue.length = 0;
-    if (this.probing) clearTimeout(this.probing.timer);
+    if (this.probing?.timer) clearTimeout(this.probing.timer);
     this.probing = undefined;
+    if (this.reprobe) clearTimeout(this.reprobe);
+    this.reprobe = undefined;
     const subscriber = this.subscriber;
     this.subscriber = undefined;
     await subscriber?.close();
@@ -204,38 +211,62 @@ export class PostgresCoordinator extends BaseCoordinator {
   }
 
   /**
-   * Sends a probe from another connection and waits `listenProbeMs` for it. Unheard, the connection is
-   * deaf (a transaction pooler): warned once, naming the fix, and reported disconnected so the node polls.
+   * Sends a probe from another connection and, once it is sent, waits `listenProbeMs` for it. Unheard,
+   * the connection is deaf (a transaction pooler): warned once, naming the fix, reported disconnected so
+   * the node polls, and probed again every {@link DEAF_RECHECK_MS}. A probe that could not be sent (the
+   * server unreachable for a moment) proves nothing: it is tried again after `listenProbeMs`.
    */
   private probe(): void {
     if (this.closed || this.probing) return;
     const token = randomBytes(8).toString("hex");
-    const timer = setTimeout(() => {
-      if (this.probing?.token !== token || this.closed) return;
-      this.probing = undefined;
-      if (!this.deaf) {
-        this.deaf = true;
-        this.log.warn(
-          "postgres coordinator: LISTEN hears nothing on this connection (a transaction pooler such as " +
-            "PgBouncer, RDS Proxy or Supavisor?); set directConnectionString (env PAWL_DIRECT_DATABASE_URL) " +
-            "to a direct connection to the database. Until then wakeups are off and jobs are found by polling",
-          { listenProbeMs: this.config.listenProbeMs },
-        );
-      }
-      this.markDisconnected(new Error("LISTEN hears nothing: set directConnectionString"), false);
-    }, this.config.listenProbeMs);
-    timer.unref();
-    this.probing = { token, timer };
-    sendProbe(this.config.connectionString, this.probeChannel, token, this.config.connectTimeoutMs).catch(
-      (error: unknown) =>
-        this.log.debug("postgres coordinator: could not send the LISTEN probe", { error: String(error) }),
+    const probing: { token: string; timer: NodeJS.Timeout | undefined } = { token, timer: undefined };
+    this.probing = probing;
+    sendProbe(this.config.connectionString, this.probeChannel, token, this.config.connectTimeoutMs).then(
+      () => {
+        if (this.probing !== probing || this.closed) return; // heard already, or closed
+        probing.timer = setTimeout(() => this.probeUnheard(probing), this.config.listenProbeMs);
+        probing.timer.unref();
+      },
+      (error: unknown) => {
+        if (this.probing !== probing) return;
+        this.probing = undefined;
+        this.log.debug("postgres coordinator: could not send the LISTEN probe", { error: String(error) });
+        this.probeLater(this.config.listenProbeMs);
+      },
     );
+  }
+
+  /** The probe's deadline passed: the connection is deaf. */
+  private probeUnheard(probing: { token: string }): void {
+    if (this.probing !== probing || this.closed) return;
+    this.probing = undefined;
+    if (!this.deaf) {
+      this.deaf = true;
+      this.log.warn(
+        "postgres coordinator: LISTEN hears nothing on this connection (a transaction pooler such as " +
+          "PgBouncer, RDS Proxy or Supavisor?); set directConnectionString (env PAWL_DIRECT_DATABASE_URL) " +
+          "to a direct connection to the database. Until then wakeups are off and jobs are found by polling",
+        { listenProbeMs: this.config.listenProbeMs },
+      );
+    }
+    this.markDisconnected(new Error("LISTEN hears nothing: set directConnectionString"), false);
+    this.probeLater(DEAF_RECHECK_MS);
+  }
+
+  /** Probes again after `ms` (one pending re-probe at a time). */
+  private probeLater(ms: number): void {
+    if (this.closed || this.reprobe) return;
+    this.reprobe = setTimeout(() => {
+      this.reprobe = undefined;
+      this.probe();
+    }, ms);
+    this.reprobe.unref();
   }
 
   /** A probe came back: the connection hears. */
   private probeHeard(token: string): void {
     if (this.probing?.token !== token) return;
-    clearTimeout(this.probing.timer);
+    if (this.probing.timer) clearTimeout(this.probing.timer);
     this.probing = undefined;
     if (this.deaf) {
       this.deaf = false;
