@@ -137,7 +137,11 @@ export class PostgresCoordinator extends BaseCoordinator {
       else if (n.channel === this.probeChannel) this.probeHeard(String(n.payload ?? ""));
     });
     // pg-listen announces each reconnect attempt; the first one of an outage is the moment it was lost.
-    events.on("reconnect", () => this.markDisconnected(new Error("PostgreSQL listener connection lost")));
+    events.on("reconnect", () => {
+      // A probe sent to the lost connection proves nothing; the reconnect's `connected` sends a fresh one.
+      this.cancelProbe();
+      this.markDisconnected(new Error("PostgreSQL listener connection lost"));
+    });
     events.on("connected", () => {
       if (this.closed)
         void subscriber.close().catch(() => {}); // a reconnect that finished after close()
@@ -146,6 +150,7 @@ export class PostgresCoordinator extends BaseCoordinator {
     events.on("error", (error) => {
       if (this.closed) return;
       this.log.debug("postgres coordinator: listener error", { error: error.message });
+      this.cancelProbe();
       this.markDisconnected(error);
     });
 
@@ -174,10 +179,7 @@ export class PostgresCoordinator extends BaseCoordinator {
 
   protected async shutdown(): Promise<void> {
     this.queue.length = 0;
-    if (this.probing?.timer) clearTimeout(this.probing.timer);
-    this.probing = undefined;
-    if (this.reprobe) clearTimeout(this.reprobe);
-    this.reprobe = undefined;
+    this.cancelProbe();
     const subscriber = this.subscriber;
     this.subscriber = undefined;
     await subscriber?.close();
@@ -251,6 +253,14 @@ export class PostgresCoordinator extends BaseCoordinator {
     }
     this.markDisconnected(new Error("LISTEN hears nothing: set directConnectionString"), false);
     this.probeLater(DEAF_RECHECK_MS);
+  }
+
+  /** Forgets the probe in flight and any pending re-probe. */
+  private cancelProbe(): void {
+    if (this.probing?.timer) clearTimeout(this.probing.timer);
+    this.probing = undefined;
+    if (this.reprobe) clearTimeout(this.reprobe);
+    this.reprobe = undefined;
   }
 
   /** Probes again after `ms` (one pending re-probe at a time). */
