@@ -173,9 +173,10 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     this.assertOpen();
     if (this.stopping) throw new PawlError("INVALID_STATE", "this node was stopped; create a new instance");
     if (this.runtime) return;
-    // Before anything else: a release the schema does not fit refuses here, naming what to run.
-    await this.checkSchema();
+    // The coordinator first: a transport whose client is not installed is a configuration error, reported
+    // before anything reads the database. Then a release the schema does not fit refuses, naming what to run.
     const coordinator = await this.node.coordinator();
+    await this.checkSchema();
     const c = this.config;
     // Without @opentelemetry/api installed the load answers null, and the node has no tracer at all.
     const tracing = this.tracing && (await this.tracing.ready()) ? this.tracing : null;
