@@ -9,7 +9,7 @@
  * the orphan sweep.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,12 +31,30 @@ const pool = testPool(4);
 function previousTree(): string {
   const dir = join(tmpdir(), `pawl-release-${previous}`);
   if (!existsSync(join(dir, "package.json"))) {
-    mkdirSync(dir, { recursive: true });
-    const archive = execFileSync("git", ["archive", "--format=tar", previous], {
-      cwd: root,
-      maxBuffer: 1 << 30,
-    });
-    execFileSync("tar", ["-x", "-C", dir], { input: archive });
+    let archive: Buffer;
+    try {
+      archive = execFileSync("git", ["archive", "--format=tar", previous], {
+        cwd: root,
+        maxBuffer: 1 << 30,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+    } catch (error) {
+      throw new Error(
+        `the previous release ${previous} (scripts/previous-release.txt) is not in this clone's history; ` +
+          `fetch it (git fetch --unshallow, or a CI checkout with full history): ${String(error)}`,
+      );
+    }
+    // Extracted beside and renamed into place, so an interrupted extraction is never taken for a tree.
+    const partial = `${dir}.partial-${process.pid}`;
+    mkdirSync(partial, { recursive: true });
+    execFileSync("tar", ["-x", "-C", partial], { input: archive });
+    try {
+      renameSync(partial, dir);
+    } catch (error) {
+      // Another run extracted it meanwhile: use theirs.
+      if (!existsSync(join(dir, "package.json"))) throw error;
+      rmSync(partial, { recursive: true, force: true });
+    }
   }
   if (!existsSync(join(dir, "node_modules")))
     symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
