@@ -151,6 +151,8 @@ export interface ExplainFacts {
   permits: Record<string, ExplainPermits>;
   /** The windows of the job's type and queue rate-limit keys (`type:<type>`, `queue:<queue>`) that exist. */
   rateWindows?: ExplainRateWindow[];
+  /** The job's concurrency key, its limit and the key's jobs running now (migration 0011); null: no key. */
+  concurrency?: { key: string; limit: number | null; running: number } | null;
   /** The job's unfinished flow dependencies (empty for a job not waiting on its flow). */
   dependencies: ExplainDependency[];
   /** The cluster's dead-node threshold and orphan sweep interval (for the expected rescue time). */

@@ -67,6 +67,8 @@ export function describeReason(r: ExplainReason, now: Date): string {
       return `all ${r.capacity} permits of resource ${JSON.stringify(r.resource)} are held${
         r.holders.length > 0 ? ` by jobs ${r.holders.map((h) => `${h.jobId} (${h.nodeId})`).join(", ")}` : ""
       }`;
+    case "key-at-limit":
+      return `waiting: key ${r.key} has ${r.running} of ${r.limit} running`;
     case "rate-limited":
       return (
         `rate limited until ${r.until.toISOString()} (in ${duration(r.until.getTime() - now.getTime())}): ` +

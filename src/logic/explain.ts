@@ -124,6 +124,14 @@ export interface RateLimitedReason {
   until: Date;
 }
 
+/** The job's concurrency key has as many jobs running as the job's limit (docs/fairness.md). */
+export interface KeyAtLimitReason {
+  kind: "key-at-limit";
+  key: string;
+  limit: number;
+  running: number;
+}
+
 /** One reason, discriminated by `kind`. */
 export type ExplainReason =
   | FinishedReason
@@ -133,6 +141,7 @@ export type ExplainReason =
   | WaitingSignalReason
   | WaitingDependenciesReason
   | ScheduledReason
+  | KeyAtLimitReason
   | NoNodeReason
   | QueueFullReason
   | BreakerOpenReason
@@ -296,6 +305,10 @@ function nodeReasons(facts: ExplainFacts): ExplainReason[] {
     }
   }
   reasons.push(...rateReasons(facts, able));
+  const c = facts.concurrency;
+  if (c && c.limit !== null && c.running >= c.limit) {
+    reasons.push({ kind: "key-at-limit", key: c.key, limit: c.limit, running: c.running });
+  }
   return reasons;
 }
 

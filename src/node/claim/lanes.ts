@@ -16,7 +16,7 @@
  */
 import type { ClaimedJob } from "../../store/claim/claim-jobs.js";
 import type { Claimer } from "../../store/claim/claimer.js";
-import { Fifo } from "./fifo.js";
+import { FairBuffer } from "./fair-buffer.js";
 
 /** A claimed job waiting in a lane, with when it was claimed (clock ms) and the lane it counts against. */
 export interface Buffered {
@@ -37,7 +37,10 @@ export interface LaneView {
 /** One lane: a buffer of claimed jobs, the jobs of it running, its limit, its prefetch and its claimer. */
 export class Lane {
   /** Jobs claimed for this lane, waiting for a slot. */
-  readonly buffer = new Fifo<Buffered>();
+  readonly buffer = new FairBuffer<Buffered>((b) => ({
+    priority: b.job.priority + b.job.boost,
+    key: b.job.concurrencyKey ?? null,
+  }));
   /** Jobs of this lane running now (counted by {@link NodeLanes.next}, given back by {@link release}). */
   running = 0;
   /**

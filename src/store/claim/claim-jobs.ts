@@ -39,6 +39,8 @@ export interface ClaimedJob {
   /** When the row became due (`scheduled_time`), epoch ms. */
   scheduledAtMs: number;
   payload?: unknown;
+  /** The job's concurrency key (migration 0011), from the keyed claim; absent or null: none. */
+  concurrencyKey?: string | null;
   /** The stored trace context of the job's producer span (migration 0010), or null; read by tracing only. */
   traceContext?: unknown;
 }
@@ -79,6 +81,8 @@ export interface ClaimRow {
   scheduled_time: number;
   payload?: unknown;
   trace_context?: unknown;
+  /** Only the keyed claim returns it. */
+  concurrency_key?: string | null;
 }
 
 /**
@@ -175,6 +179,7 @@ export function toClaimedJob(r: ClaimRow, withPayload: boolean): ClaimedJob {
     timeoutMs: r.timeout_ms,
     scheduledAtMs: r.scheduled_time,
     traceContext: r.trace_context ?? null,
+    ...(r.concurrency_key ? { concurrencyKey: r.concurrency_key } : {}),
     ...(withPayload ? { payload: r.payload } : {}),
   };
 }

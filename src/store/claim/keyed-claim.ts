@@ -28,7 +28,7 @@ export function keyedClaimSql(t: Tables, withPayload: boolean): string {
       SELECT * FROM ${t.s}.pawl_claim_keyed($1::int, $2::text, $3::text[], $4::bigint, $6::text, $5::timestamptz)
     )
     SELECT j.id, j.type, j.queue, j.priority, j.priority + ${boostSql(claimNowSql, "j")} AS effective,
-           j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time, j.trace_context${withPayload ? ", j.payload" : ""},
+           j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time, j.trace_context, j.concurrency_key${withPayload ? ", j.payload" : ""},
            EXISTS (SELECT 1 FROM ${t.jobs} k WHERE k.status = 'PENDING' AND k.concurrency_key IS NOT NULL) AS keyed
     FROM (SELECT 1) one LEFT JOIN c j ON true`;
 }

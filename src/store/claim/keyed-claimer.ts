@@ -37,7 +37,8 @@ export class KeyedClaimer implements Claimer {
   private lastHeldBack = false;
 
   constructor(
-    private readonly inner: Claimer,
+    /** The unkeyed claimer this one wraps (the node's cursor or classic claimer). */
+    readonly inner: Claimer,
     private readonly o: KeyedClaimerOptions,
   ) {}
 

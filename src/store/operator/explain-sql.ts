@@ -75,6 +75,7 @@ interface Raw {
   permits: RawPermits[];
   deps: { id: string; flow_step: string | null; type: string; status: string }[];
   rate_windows: { key: string; limit: number; per_ms: number; used: number; open_at: string | null }[];
+  concurrency: { key: string; limit: number | null; running: number } | null;
 }
 
 const statement = (t: Tables) =>
@@ -98,7 +99,11 @@ const statement = (t: Tables) =>
           WHERE $4::bigint IS NOT NULL AND flow_id = $4::bigint AND $5::bigint = ANY(flow_next)
             AND status NOT IN ('SUCCEEDED', 'DEAD', 'CANCELED')
           ORDER BY id LIMIT 100) d) AS deps,
-       (SELECT coalesce(json_agg(w), '[]') FROM (${rateWindowsSql(t, "$6::text[]", "now()")}) w) AS rate_windows`,
+       (SELECT coalesce(json_agg(w), '[]') FROM (${rateWindowsSql(t, "$6::text[]", "now()")}) w) AS rate_windows,
+       -- The job's concurrency key (migration 0011) and how many of its jobs run now.
+       (SELECT json_build_object('key', q.concurrency_key, 'limit', q.concurrency_limit,
+                                 'running', ${t.s}.pawl_key_running(q.concurrency_key))
+        FROM ${t.jobs} q WHERE q.id = $5::bigint AND q.concurrency_key IS NOT NULL) AS concurrency`,
   );
 
 /**
@@ -161,6 +166,7 @@ export async function readExplainFacts(
       openAt: w.open_at === null ? null : new Date(w.open_at),
     })),
     dependencies,
+    concurrency: raw.concurrency,
     deadNodeThresholdMs: timings.deadNodeThresholdMs,
     orphanSweepIntervalMs: timings.orphanSweepIntervalMs,
   };

@@ -3,6 +3,11 @@ import type pg from "pg";
 import { createPawl, ValidationError, type Pawl } from "../../../src/index.js";
 import { ClassicClaimer } from "../../../src/store/claim/claimer.js";
 import { CursorClaimer } from "../../../src/store/claim/claim-cursor.js";
+import { KeyedClaimer } from "../../../src/store/claim/keyed-claimer.js";
+import type { Claimer } from "../../../src/store/claim/claimer.js";
+
+/** The node's unkeyed claimer, inside the keyed claim's wrapper (concurrency keys, issue 27). */
+const unkeyed = (c: Claimer | undefined): Claimer | undefined => (c instanceof KeyedClaimer ? c.inner : c);
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
 import { databaseUrl } from "../../helpers/db.js";
@@ -25,14 +30,14 @@ describe("claim cursors in the runtime", () => {
   it("are on by default; claimCursors: false restores the classic claimer", async () => {
     node = testPawl(schema, { claimCursorFullDiscoveryMaxMs: 45_000 });
     await node.start();
-    expect(node.nodeRuntime?.claimer).toBeInstanceOf(CursorClaimer);
+    expect(unkeyed(node.nodeRuntime?.claimer)).toBeInstanceOf(CursorClaimer);
     // The backoff cap reaches the claimer.
     expect(node.nodeRuntime?.claimer.describe()).toMatchObject({ fullDiscoveryMaxMs: 45_000 });
     await node.close();
     node = testPawl(schema, { claimCursors: false });
     node.register("classic", async () => "ok");
     await node.start();
-    expect(node.nodeRuntime?.claimer).toBeInstanceOf(ClassicClaimer);
+    expect(unkeyed(node.nodeRuntime?.claimer)).toBeInstanceOf(ClassicClaimer);
     expect(node.nodeRuntime?.claimer.describe()).toMatchObject({ kind: "classic" });
     const jobSucceeded = jobEvent(node.events, "job:succeeded");
     const job = await node.enqueue("classic", {});

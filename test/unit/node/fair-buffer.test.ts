@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { FairBuffer } from "../../../src/node/claim/fair-buffer.js";
+
+interface Item {
+  id: number;
+  priority: number;
+  key: string | null;
+}
+const buffer = () => new FairBuffer<Item>((i) => ({ priority: i.priority, key: i.key }));
+const drain = (b: FairBuffer<Item>): number[] => b.takeAll().map((i) => i.id);
+
+describe("FairBuffer", () => {
+  it.each([
+    [
+      "one priority, no keys: first in first out",
+      [
+        [1, 10, null],
+        [2, 10, null],
+        [3, 10, null],
+      ],
+      [1, 2, 3],
+    ],
+    [
+      "a higher priority pushed later leaves first",
+      [
+        [1, 0, null],
+        [2, 0, null],
+        [3, 30, null],
+      ],
+      [3, 1, 2],
+    ],
+    [
+      "keys take turns",
+      [
+        [1, 10, "A"],
+        [2, 10, "A"],
+        [3, 10, "A"],
+        [4, 10, "B"],
+        [5, 10, "B"],
+      ],
+      [1, 4, 2, 5, 3],
+    ],
+    [
+      "no key is a key of its own",
+      [
+        [1, 10, "A"],
+        [2, 10, "A"],
+        [3, 10, null],
+      ],
+      [1, 3, 2],
+    ],
+    [
+      "priority before turns",
+      [
+        [1, 10, "A"],
+        [2, 20, "B"],
+        [3, 10, "B"],
+      ],
+      [2, 1, 3],
+    ],
+  ] as [string, [number, number, string | null][], number[]][])("%s", (_name, pushes, order) => {
+    const b = buffer();
+    for (const [id, priority, key] of pushes) b.push({ id, priority, key });
+    expect(b.size).toBe(pushes.length);
+    expect(drain(b)).toEqual(order);
+    expect(b.size).toBe(0);
+  });
+
+  it("keeps every item once, priorities never rising, each key's items in push order", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 3 }), fc.constantFrom("a", "b", "c", null)), {
+          maxLength: 60,
+        }),
+        (spec) => {
+          const b = buffer();
+          spec.forEach(([priority, key], id) => b.push({ id, priority, key }));
+          const out = b.takeAll();
+          expect(out.map((i) => i.id).sort((x, y) => x - y)).toEqual(spec.map((_, i) => i));
+          for (let i = 1; i < out.length; i++)
+            expect(out[i]!.priority).toBeLessThanOrEqual(out[i - 1]!.priority);
+          const seen = new Map<string, number>();
+          for (const item of out) {
+            const k = `${item.priority}/${item.key}`;
+            expect(item.id).toBeGreaterThan(seen.get(k) ?? -1);
+            seen.set(k, item.id);
+          }
+        },
+      ),
+    );
+  });
+
+  it("lets no key wait more than one turn per other key with items at its priority", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 5 }), (big, small) => {
+        const b = buffer();
+        let id = 0;
+        for (let i = 0; i < big; i++) b.push({ id: id++, priority: 10, key: "A" });
+        for (let i = 0; i < small; i++) b.push({ id: id++, priority: 10, key: "B" });
+        const out = b.takeAll();
+        const lastB = out.map((i) => i.key).lastIndexOf("B");
+        expect(lastB).toBeLessThan(2 * small + 1);
+      }),
+    );
+  });
+});
