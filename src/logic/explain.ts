@@ -205,6 +205,11 @@ export function explainJob(facts: ExplainFacts): Explanation {
   const dueIn = job.scheduledTime.getTime() - now.getTime();
   if (dueIn > 0) reasons.push({ kind: "scheduled", at: job.scheduledTime, inMs: dueIn });
   reasons.push(...nodeReasons(facts));
+  // A full concurrency key holds the job back whichever node would run it (docs/fairness.md).
+  const c = facts.concurrency;
+  if (c && c.limit !== null && c.running >= c.limit) {
+    reasons.push({ kind: "key-at-limit", key: c.key, limit: c.limit, running: c.running });
+  }
   return answer(reasons.length > 0 ? "blocked" : "runnable", reasons);
 }
 
@@ -305,10 +310,6 @@ function nodeReasons(facts: ExplainFacts): ExplainReason[] {
     }
   }
   reasons.push(...rateReasons(facts, able));
-  const c = facts.concurrency;
-  if (c && c.limit !== null && c.running >= c.limit) {
-    reasons.push({ kind: "key-at-limit", key: c.key, limit: c.limit, running: c.running });
-  }
   return reasons;
 }
 
