@@ -44,6 +44,8 @@ export const jobTableColumns = [
   "paused_by",
   "progress",
   "trace_context",
+  "concurrency_key",
+  "concurrency_limit",
 ] as const;
 
 /** A column of the job tables. */

@@ -964,6 +964,26 @@ CREATE OR REPLACE VIEW {{schema}}.scheduler_job_all AS
 -- are still counted (the triggers below run in the database, whoever writes), so the limit holds again for
 -- every new node's claim as soon as the old node's jobs end. Upgrade every node to enforce limits.
 ALTER TABLE {{schema}}.scheduler_job_queue ADD COLUMN concurrency_key text, ADD COLUMN concurrency_limit integer;
+-- The finished table gets both too, last and in the same order, so a move keeps them (a dead job retried from
+-- the dead letter queue keeps its key) and a move by the tables' column order (migration 0005) still lines up.
+ALTER TABLE {{schema}}.scheduler_job_finished ADD COLUMN concurrency_key text, ADD COLUMN concurrency_limit integer;
+
+-- scheduler_job_all carries them: 0010's column list with both appended on each side (CREATE OR REPLACE may
+-- only append columns).
+CREATE OR REPLACE VIEW {{schema}}.scheduler_job_all AS
+  SELECT id, type, queue, payload, priority,
+         CASE WHEN status = 'PENDING' AND picked_by IS NOT NULL THEN 'RUNNING' ELSE status END AS status,
+         scheduled_time, attempts, max_attempts, timeout_ms, picked_by, picked_at, unique_key, errors, result,
+         cancel_reason, created_at, updated_at, finished_at, flow_id, flow_step, deps_pending, flow_next,
+         flow_inputs, signal_state, signal_payload, signal_deadline, signaled_at, paused_by, progress,
+         trace_context, concurrency_key, concurrency_limit
+  FROM {{schema}}.scheduler_job_queue
+  UNION ALL
+  SELECT id, type, queue, payload, priority, status, scheduled_time, attempts, max_attempts, timeout_ms,
+         picked_by, picked_at, unique_key, errors, result, cancel_reason, created_at, updated_at, finished_at,
+         flow_id, flow_step, deps_pending, flow_next, flow_inputs, signal_state, signal_payload,
+         signal_deadline, signaled_at, paused_by, progress, trace_context, concurrency_key, concurrency_limit
+  FROM {{schema}}.scheduler_job_finished;
 
 -- The keyed claim walks this index: the keys with PENDING rows (a skip scan), then each key's rows in
 -- (priority, scheduled_time, id) order. It names no lease column, so a claim stays a HOT update (0008).
