@@ -148,7 +148,7 @@ describe("the tarball", () => {
       "dist/src/index.js",
       "dist/src/index.d.ts",
       "dist/src/index.js.map",
-      "dist/src/store/migrations.generated.js",
+      "dist/src/store/migrations/migrations.generated.js",
       "dist/coordinators/index.js",
       "dist/observability/index.js",
       "dist/src/testing/index.js",
@@ -188,7 +188,7 @@ describe("the tarball", () => {
     );
     const r = await ok(process.execPath, ["--enable-source-maps", "bad-schema.mjs"], app);
     expect(r.stdout).toContain("invalid schema name");
-    expect(r.stdout).toMatch(/src\/store\/schema-name\.ts:\d+/);
+    expect(r.stdout).toMatch(/src\/db\/schema-name\.ts:\d+/);
   });
 });
 
