@@ -90,7 +90,9 @@ async function insertRound(
     jobs.some((j) => typeof j.traceContext === "string") ? jobs.map((j) => j.traceContext ?? null) : null,
     // Keys likewise: an unkeyed insert sends NULL arrays (migration 0011's columns).
     jobs.some((j) => typeof j.concurrencyKey === "string") ? jobs.map((j) => j.concurrencyKey ?? null) : null,
-    jobs.some((j) => typeof j.concurrencyLimit === "number") ? jobs.map((j) => j.concurrencyLimit ?? null) : null,
+    jobs.some((j) => typeof j.concurrencyLimit === "number")
+      ? jobs.map((j) => j.concurrencyLimit ?? null)
+      : null,
   ];
   const statements = insertStatementsOf(t);
   const res = await db.query<JobRow>(
