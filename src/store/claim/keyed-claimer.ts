@@ -35,6 +35,7 @@ export class KeyedClaimer implements Claimer {
   private keyedJobs = 0;
   private skipped = 0;
   private lastHeldBack = false;
+  private secondFailures = 0;
 
   constructor(
     /** The unkeyed claimer this one wraps (the node's cursor or classic claimer). */
@@ -50,14 +51,22 @@ export class KeyedClaimer implements Claimer {
       return this.inner.claim(limit, types, dueLevels);
     }
     this.keyedFirst = !this.keyedFirst;
-    if (this.keyedFirst) {
-      const keyed = await this.keyed(limit, types);
-      const room = limit - keyed.length;
-      return room > 0 ? [...keyed, ...(await this.inner.claim(room, types, dueLevels))] : keyed;
+    const [first, second] = this.keyedFirst
+      ? [() => this.keyed(limit, types), (room: number) => this.inner.claim(room, types, dueLevels)]
+      : [() => this.inner.claim(limit, types, dueLevels), (room: number) => this.keyed(room, types)];
+    const claimed = await first();
+    const room = limit - claimed.length;
+    if (room <= 0) return claimed;
+    try {
+      return [...claimed, ...(await second(room))];
+    } catch (error) {
+      // The first claim committed: its jobs are leased to this node. Rejecting now would lose them to the
+      // runtime, held by a live node that never runs them and that no sweep rescues. They are returned;
+      // a database that is still failing fails the next poll's first claim, which reports it.
+      if (claimed.length === 0) throw error;
+      this.secondFailures++;
+      return claimed;
     }
-    const plain = await this.inner.claim(limit, types, dueLevels);
-    const room = limit - plain.length;
-    return room > 0 ? [...plain, ...(await this.keyed(room, types))] : plain;
   }
 
   private async keyed(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
@@ -102,6 +111,7 @@ export class KeyedClaimer implements Claimer {
         claims: this.keyedClaims,
         claimed: this.keyedJobs,
         skippedPolls: this.skipped,
+        secondClaimFailures: this.secondFailures,
       },
     };
   }

@@ -1,0 +1,54 @@
+/**
+ * The keyed claimer runs two claims per poll. The first one commits its leases before the second is sent,
+ * so a second claim that fails (a terminated backend) must not lose the first one's jobs: they are leased
+ * to a live node, and no sweep would ever rescue them.
+ */
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../../../src/core/clock.js";
+import type { ClaimedJob } from "../../../src/store/claim/claim-jobs.js";
+import type { Claimer } from "../../../src/store/claim/claimer.js";
+import { KeyedClaimer } from "../../../src/store/claim/keyed-claimer.js";
+
+const job = (id: string) => ({ id }) as unknown as ClaimedJob;
+const lost = new Error("terminating connection due to administrator command");
+
+function claimers(plain: () => Promise<ClaimedJob[]>, keyed: () => Promise<ClaimedJob[]>) {
+  const inner = {
+    claim: plain,
+    onWakeup: () => {},
+    describe: () => ({}),
+  } as unknown as Claimer;
+  return new KeyedClaimer(inner, {
+    claimKeyed: async () => ({ jobs: await keyed(), keyed: true }),
+    nodeId: "n",
+    boostIntervalMs: 0,
+    withPayload: true,
+    clock: new ManualClock(0),
+  });
+}
+
+describe("KeyedClaimer when its second claim fails", () => {
+  it("returns the first claim's jobs, whichever claim goes first", async () => {
+    const c = claimers(
+      async () => [job("p1")],
+      async () => {
+        throw lost;
+      },
+    );
+    // The first poll sends the keyed claim first (it fails: nothing was claimed, so the error surfaces).
+    await expect(c.claim(10, ["t"])).rejects.toBe(lost);
+    // The second poll sends the plain claim first, then the keyed one, which fails: p1 is kept.
+    expect((await c.claim(10, ["t"])).map((j) => j.id)).toEqual(["p1"]);
+  });
+
+  it("keeps the keyed claim's jobs when the plain claim after it fails", async () => {
+    const c = claimers(
+      async () => {
+        throw lost;
+      },
+      async () => [job("k1"), job("k2")],
+    );
+    expect((await c.claim(10, ["t"])).map((j) => j.id)).toEqual(["k1", "k2"]);
+    expect(c.describe()).toMatchObject({ keyed: { secondClaimFailures: 1 } });
+  });
+});
