@@ -2,7 +2,8 @@
  * One pawl node as its own process, for the multi-process cluster tests (run with node_modules/.bin/tsx).
  *
  * Its handler for `work` jobs waits `payload.sleepMs`, then records the execution (job id, node id,
- * attempt) in `<schema>.executions`, and returns. It prints one JSON line per lifecycle step on stdout
+ * attempt) in `<schema>.executions`, and returns; on the node named by `payload.holdOn` it instead holds the
+ * job until the attempt is aborted. It prints one JSON line per lifecycle step on stdout
  * (`ready` with the pid to signal, `stopped`), and exits 0 after a graceful stop on SIGTERM. An unhandled
  * rejection or uncaught exception is printed as a `fatal` line on stderr and exits 70, so a test can tell
  * a crash from a clean exit.
@@ -48,7 +49,13 @@ const records = new pg.Pool({
 });
 records.on("error", () => {});
 
-pawl.register("work", async (payload: { sleepMs?: number }, ctx) => {
+pawl.register("work", async (payload: { sleepMs?: number; holdOn?: string }, ctx) => {
+  if (payload.holdOn === ctx.nodeId) {
+    // Held on that node until the attempt is aborted (the kill tests kill the node while it holds the job);
+    // any other node runs it as usual. An aborted hold throws, so it never counts as a run.
+    await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+    throw new Error(`held job ${ctx.jobId} aborted on ${ctx.nodeId}`);
+  }
   if (payload.sleepMs) await new Promise((resolve) => setTimeout(resolve, payload.sleepMs));
   await records.query(`INSERT INTO "${schema}".executions (job_id, node_id, attempt) VALUES ($1, $2, $3)`, [
     ctx.jobId,
