@@ -9,7 +9,7 @@
  * {@link NodeStore} is the slice a node's runtime uses; the twin implements that slice. The PostgreSQL
  * implementation is `PostgresJobStore` (postgres-job-store.ts); `new JobStore(pool, schema)` still builds one.
  */
-import type { KeyedClaim } from "./claim/keyed-claim.js";
+import type { KeyedClaim, KeyedClaimArgs } from "./claim/keyed-claim.js";
 import type { FoldedNotify } from "../../coordinators/spi.js";
 import type { NewJob } from "../input/enqueue-input.js";
 import type { CancelResult } from "./jobs/cancel-job.js";
@@ -51,7 +51,7 @@ export interface JobLifecycleStore {
    * Claims jobs that carry a concurrency key, fair across keys and within each key's limit (migration
    * 0011, docs/fairness.md). Optional: a store without it runs no keyed jobs.
    */
-  claimKeyed?(args: ClaimArgs): Promise<KeyedClaim>;
+  claimKeyed?(args: KeyedClaimArgs): Promise<KeyedClaim>;
   /** Claims one PENDING job by id for `nodeId`, due or not (pawl/testing's inline mode); null if not PENDING. */
   claimById(id: string, nodeId: string): Promise<ClaimedJob | null>;
   /** The payloads of jobs claimed without them (lazy claims), by id. */

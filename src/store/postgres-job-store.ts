@@ -11,7 +11,7 @@
  * from {@link PostgresClusterStatements} (postgres-cluster-statements.ts).
  */
 import { asPrivilegeError } from "../db/privilege-error.js";
-import { claimKeyedJobs, type KeyedClaim } from "./claim/keyed-claim.js";
+import { claimKeyedJobs, type KeyedClaim, type KeyedClaimArgs } from "./claim/keyed-claim.js";
 import { PostgresOperatorReads, type OperatorReads } from "./operator/operator-reads.js";
 import type pg from "pg";
 import type { FoldedNotify } from "../../coordinators/spi.js";
@@ -228,7 +228,7 @@ export class PostgresJobStore extends PostgresClusterStatements implements Gatew
     return claimJobs(this.db, this.tables, args);
   }
 
-  claimKeyed(args: ClaimArgs): Promise<KeyedClaim> {
+  claimKeyed(args: KeyedClaimArgs): Promise<KeyedClaim> {
     return claimKeyedJobs(this.db, this.tables, args);
   }
 

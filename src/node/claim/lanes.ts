@@ -16,7 +16,7 @@
  */
 import type { ClaimedJob } from "../../store/claim/claim-jobs.js";
 import type { Claimer } from "../../store/claim/claimer.js";
-import { FairBuffer } from "./fair-buffer.js";
+import { FairBuffer } from "../../logic/fair-order.js";
 
 /** A claimed job waiting in a lane, with when it was claimed (clock ms) and the lane it counts against. */
 export interface Buffered {

@@ -5,17 +5,22 @@
  * jobs and a backlog of unkeyed jobs share a node's room about evenly. While no keyed row is live (the
  * keyed statement says so), the keyed claim is not sent at all until a wakeup (a local enqueue or a
  * coordinator hint) or `recheckMs` later: a node whose jobs carry no keys pays no extra statement per poll.
+ * When the unkeyed claim came back with less than it was asked for, the keyed claim goes first for the next
+ * `recheckMs` (or until a wakeup): a node whose due work all carries keys then sends one statement per
+ * poll, not two, and unkeyed work that appears meanwhile still gets its turn within `recheckMs`.
+ *
+ * The keyed claim reads a window of keys after the key its previous claim stopped at (migration 0013), so
+ * this claimer keeps that key: across polls the window goes round every key with due work.
  */
 import type { Clock } from "../../core/clock.js";
 import type { Claimer } from "./claimer.js";
 import type { ClaimedJob } from "./claim-jobs.js";
-import type { KeyedClaim } from "./keyed-claim.js";
-import type { ClaimArgs } from "./claim-jobs.js";
+import type { KeyedClaim, KeyedClaimArgs } from "./keyed-claim.js";
 
 /** What {@link KeyedClaimer} needs besides the unkeyed claimer it wraps. */
 export interface KeyedClaimerOptions {
   /** Runs the keyed claim statement (the store's `claimKeyed`). */
-  claimKeyed: (args: ClaimArgs) => Promise<KeyedClaim>;
+  claimKeyed: (args: KeyedClaimArgs) => Promise<KeyedClaim>;
   nodeId: string;
   boostIntervalMs: number;
   withPayload: boolean;
@@ -36,6 +41,10 @@ export class KeyedClaimer implements Claimer {
   private skipped = 0;
   private lastHeldBack = false;
   private secondFailures = 0;
+  /** Until when the keyed claim goes first: the unkeyed claim's last answer was short. */
+  private keyedFirstUntilMs = 0;
+  /** Where the next keyed claim's window starts. */
+  private afterKey: string | null = null;
 
   constructor(
     /** The unkeyed claimer this one wraps (the node's cursor or classic claimer). */
@@ -50,10 +59,15 @@ export class KeyedClaimer implements Claimer {
       this.skipped++;
       return this.inner.claim(limit, types, dueLevels);
     }
-    this.keyedFirst = !this.keyedFirst;
+    this.keyedFirst = now < this.keyedFirstUntilMs || !this.keyedFirst;
+    const unkeyed = async (room: number): Promise<ClaimedJob[]> => {
+      const jobs = await this.inner.claim(room, types, dueLevels);
+      this.keyedFirstUntilMs = jobs.length < room ? this.o.clock.now() + (this.o.recheckMs ?? 1000) : 0;
+      return jobs;
+    };
     const [first, second] = this.keyedFirst
-      ? [() => this.keyed(limit, types), (room: number) => this.inner.claim(room, types, dueLevels)]
-      : [() => this.inner.claim(limit, types, dueLevels), (room: number) => this.keyed(room, types)];
+      ? [() => this.keyed(limit, types), unkeyed]
+      : [() => unkeyed(limit), (room: number) => this.keyed(room, types)];
     const claimed = await first();
     const room = limit - claimed.length;
     if (room <= 0) return claimed;
@@ -78,8 +92,10 @@ export class KeyedClaimer implements Claimer {
       boostIntervalMs: this.o.boostIntervalMs,
       withPayload: this.o.withPayload,
       queue: this.o.queue ?? null,
+      afterKey: this.afterKey,
     });
     this.keyedLive = r.keyed;
+    this.afterKey = r.nextKey;
     // Keyed rows are live but the claim took fewer than asked: some key was at its limit (or its rows
     // are running or not due yet); a freed slot is worth a claim at once.
     this.lastHeldBack = r.keyed && r.jobs.length < limit;
@@ -93,8 +109,9 @@ export class KeyedClaimer implements Claimer {
   }
 
   onWakeup(): void {
-    // New work may carry a key: look at the next poll.
+    // New work may carry a key, or none: look at the next poll, with both claims.
     this.nextLookMs = 0;
+    this.keyedFirstUntilMs = 0;
     this.inner.onWakeup();
   }
 
@@ -112,6 +129,7 @@ export class KeyedClaimer implements Claimer {
         claimed: this.keyedJobs,
         skippedPolls: this.skipped,
         secondClaimFailures: this.secondFailures,
+        afterKey: this.afterKey,
       },
     };
   }

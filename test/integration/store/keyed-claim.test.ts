@@ -65,6 +65,18 @@ describe("keyed claim", () => {
     expect(sum.rows[0].n).toBe(3);
   });
 
+  it("lets a job without a limit start beside a full key, and counts only jobs with a limit", async () => {
+    // In the key's order: two jobs without a limit, then two with a limit of 1.
+    await store.enqueue([keyed("mixed"), keyed("mixed"), keyed("mixed", 1), keyed("mixed", 1)]);
+    const got = await store.claimKeyed(args(10));
+    // Both unlimited jobs (they neither wait for a slot nor take one), and one limited job.
+    expect(got.jobs).toHaveLength(3);
+    expect((await runningByKey()).get("mixed")).toBe(3);
+    const n = await pool.query(`SELECT "${schema}".pawl_key_running('mixed') AS n`);
+    expect(n.rows[0].n).toBe(1);
+    expect((await store.claimKeyed(args(10))).jobs).toHaveLength(0);
+  });
+
   it("leaves keyed rows to the keyed claim and unkeyed rows to the classic one", async () => {
     await store.enqueue([keyed("a"), buildNewJob("t", {}, {}, undefined, 1024)]);
     const plain = await store.claim(args(10));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { FairBuffer } from "../../../src/node/claim/fair-buffer.js";
+import { FairBuffer } from "../../../src/logic/fair-order.js";
 
 interface Item {
   id: number;
@@ -101,6 +101,45 @@ describe("FairBuffer", () => {
         const out = b.takeAll();
         const lastB = out.map((i) => i.key).lastIndexOf("B");
         expect(lastB).toBeLessThan(2 * small + 1);
+      }),
+    );
+  });
+
+  it("serves every waiting key between two turns of one key, whatever the pushes and shifts between", () => {
+    // Ops: push an item of a key, or shift one. Between two items of key K leaving, a key that had items
+    // waiting at the first of them and still has items waiting at the second must have had a turn.
+    const op = fc.oneof(fc.constantFrom("a", "b", "c", "d", null), fc.constant("shift" as const));
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 120 }), (ops) => {
+        const b = buffer();
+        const waiting = new Map<string | null, number>();
+        const lastTurn = new Map<string | null, number>();
+        /** Per waiting key: the number of turns already taken when its items started waiting. */
+        const since = new Map<string | null, number>();
+        let id = 0;
+        let turn = 0;
+        for (const o of ops) {
+          if (o !== "shift") {
+            b.push({ id: id++, priority: 10, key: o });
+            if (!waiting.get(o)) since.set(o, turn);
+            waiting.set(o, (waiting.get(o) ?? 0) + 1);
+            continue;
+          }
+          const item = b.shift();
+          if (!item) continue;
+          turn++;
+          const prev = lastTurn.get(item.key);
+          if (prev !== undefined) {
+            for (const [other, n] of waiting) {
+              if (other === item.key || n === 0) continue;
+              // `other` waits now; if it also waited at K's previous turn, it was served since then.
+              const served = lastTurn.get(other) ?? 0;
+              if (since.get(other)! < prev) expect(served).toBeGreaterThan(prev);
+            }
+          }
+          lastTurn.set(item.key, turn);
+          waiting.set(item.key, waiting.get(item.key)! - 1);
+        }
       }),
     );
   });

@@ -19,7 +19,7 @@ function claimers(plain: () => Promise<ClaimedJob[]>, keyed: () => Promise<Claim
     describe: () => ({}),
   } as unknown as Claimer;
   return new KeyedClaimer(inner, {
-    claimKeyed: async () => ({ jobs: await keyed(), keyed: true }),
+    claimKeyed: async () => ({ jobs: await keyed(), keyed: true, nextKey: null }),
     nodeId: "n",
     boostIntervalMs: 0,
     withPayload: true,
