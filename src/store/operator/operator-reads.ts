@@ -9,6 +9,11 @@ import { listFlowPage, readFlowGraph, type FlowGraphMember, type FlowPageFilter 
 import type { ExplainPermits } from "../../logic/explain-facts.js";
 import { listPermits } from "./explain-sql.js";
 import { readOverview, type Overview, type OverviewBounds } from "./overview-sql.js";
+import {
+  readConcurrencyKeys,
+  type ConcurrencyKeys,
+  type ConcurrencyKeysBounds,
+} from "./concurrency-keys-sql.js";
 import type { RecurringRow } from "../cluster/recurring-sql.js";
 import { listSchedulePage } from "./schedule-page-sql.js";
 import { searchJobs, type JobSearchFilter, type JobSearchPage } from "./job-search-sql.js";
@@ -32,6 +37,11 @@ export interface OperatorReads {
   permits(): Promise<Record<string, ExplainPermits>>;
   /** Jobs whose payload contains a text, within one bounded window of rows (job-search-sql.ts). */
   searchJobs(filter: JobSearchFilter): Promise<JobSearchPage>;
+  /**
+   * The load of the concurrency keys: keys active and at their limit, keyed jobs running and waiting, and
+   * the busiest keys (concurrency-keys-sql.ts; bounded however many keys there are).
+   */
+  concurrencyKeys(bounds?: ConcurrencyKeysBounds): Promise<ConcurrencyKeys>;
 }
 
 /**
@@ -75,5 +85,9 @@ export class PostgresOperatorReads implements OperatorReads {
 
   searchJobs(filter: JobSearchFilter): Promise<JobSearchPage> {
     return searchJobs(this.db, this.t, filter);
+  }
+
+  concurrencyKeys(bounds?: ConcurrencyKeysBounds): Promise<ConcurrencyKeys> {
+    return readConcurrencyKeys(this.db, this.t, bounds);
   }
 }
