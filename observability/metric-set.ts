@@ -40,6 +40,8 @@ export interface Collectors {
   queueDepth: () => Promise<void>;
   /** Waits for the cached cluster view (if one is due) and sets its gauges. */
   cluster: () => Promise<void>;
+  /** Waits for the cached read of the concurrency keys' load (if one is due) and sets its gauges. */
+  concurrency: () => Promise<void>;
   /** Waits for the cached reads in flight, so their errors are counted in the same scrape. */
   settled: () => Promise<void>;
 }
@@ -296,9 +298,41 @@ export function buildMetricSet(registry: Registry, prefix: string, c: Collectors
     ),
     scrapeReadErrors: counter(
       "scrape_read_errors_total",
-      "Cached database reads behind a scrape (queue_depth, cluster) that failed or timed out; the last values are kept.",
+      "Cached database reads behind a scrape (queue_depth, cluster, concurrency_keys) that failed or timed out; the last values are kept.",
       ["read", "reason"],
       c.settled,
+    ),
+
+    // Concurrency keys (a cached, bounded query; counts over every key, never a series per key)
+    keysActive: gauge(
+      "concurrency_keys_active",
+      "Concurrency keys with a running or a due waiting job, cluster-wide.",
+      [],
+      c.concurrency,
+    ),
+    keysAtLimit: gauge(
+      "concurrency_keys_at_limit",
+      "Concurrency keys whose next due job waits because the key already runs that job's limit.",
+      [],
+      c.concurrency,
+    ),
+    keyedRunning: gauge(
+      "concurrency_keyed_jobs_running",
+      "Jobs with a concurrency key running now, cluster-wide.",
+      [],
+      c.concurrency,
+    ),
+    keyedWaiting: gauge(
+      "concurrency_keyed_jobs_waiting",
+      "Due jobs with a concurrency key not running (counted up to a cap, 100,000 by default).",
+      [],
+      c.concurrency,
+    ),
+    keysUpdated: gauge(
+      "concurrency_keys_updated_timestamp_seconds",
+      "Unix time of the last successful read of the concurrency keys' load.",
+      [],
+      c.concurrency,
     ),
 
     // Cluster: this node's heartbeat, sweeps, leases and clock (events) ...

@@ -3,13 +3,14 @@
  * (claims, polls, wakeups, job outcomes, watchdog steps, breaker changes, cluster beats and sweeps: see
  * metric-events.ts) and counts them; gauges that describe the present (slots, polling mode, breaker
  * states, the coordinator's connection and counters) are read from `pawl.inspect()` when Prometheus
- * scrapes; the queue depth and the cluster view come from cached, bounded, time-limited reads, so a
- * scrape never loads the database. The core never imports prom-client: everything here is built on
+ * scrapes; the queue depth, the cluster view and the concurrency keys' load come from cached, bounded,
+ * time-limited reads, so a scrape never loads the database. The core never imports prom-client: everything here is built on
  * what it emits. Every name is declared in metric-set.ts.
  */
 import { collectDefaultMetrics, Registry } from "./prom-client.js";
 import { releaseInfo, type ActorNode, type ActorTree } from "../src/index.js";
 import type { JobCount } from "../src/store/jobs/read-jobs.js";
+import type { ConcurrencyKeys, ConcurrencyKeysBounds } from "../src/store/operator/concurrency-keys-sql.js";
 import { CachedRead } from "./cached-read.js";
 import { TypeTally } from "./hot-path.js";
 import { subscribeMetrics, type EventSource, type EventState } from "./metric-events.js";
@@ -39,8 +40,16 @@ export interface MetricsSource extends EventSource {
   readonly running: boolean;
   /** The live actor tree, or null before start. */
   inspect(): ActorTree | null;
-  /** The job store; only its bounded `counts()` is used. */
-  readonly store: { counts(maxTypes?: number): Promise<JobCount[]> };
+  /**
+   * The job store: its bounded `counts()`, and the operator read of the concurrency keys' load (without
+   * it, a smaller source, the `pawl_concurrency_*` gauges stay at 0).
+   */
+  readonly store: {
+    counts(maxTypes?: number): Promise<JobCount[]>;
+    readonly operator?: {
+      concurrencyKeys(bounds?: ConcurrencyKeysBounds): Promise<ConcurrencyKeys>;
+    };
+  };
   /** The cluster's node rows and leases; without it the `pawl_cluster_nodes`-style gauges stay empty. */
   cluster?(): Promise<ClusterSnapshot>;
 }
@@ -59,6 +68,8 @@ export interface MetricsOptions {
   queueDepthMaxTypes?: number;
   /** How long one read of the cluster view (node rows, leases) is reused (ms). Default 5000. */
   clusterCacheMs?: number;
+  /** How long one read of the concurrency keys' load is reused (ms). Default 5000. */
+  concurrencyKeysCacheMs?: number;
   /** How long a scrape waits for a cached read in flight before it reports the last values (ms). Default 2000. */
   readTimeoutMs?: number;
 }
@@ -138,6 +149,18 @@ export function createMetrics(pawl: MetricsSource, options: MetricsOptions = {})
         timeoutMs,
         onError: readError("cluster"),
       })
+    : null;
+  // The keys' load is counts only (top: 0): the busiest keys are the console's, never labels here.
+  const keyLoad = pawl.store.operator
+    ? new CachedRead<ConcurrencyKeys | null>(
+        () => pawl.store.operator?.concurrencyKeys({ top: 0 }) ?? Promise.resolve(null),
+        null,
+        {
+          ttlMs: nonNegativeInt("concurrencyKeysCacheMs", options.concurrencyKeysCacheMs, 5000),
+          timeoutMs,
+          onError: readError("concurrency_keys"),
+        },
+      )
     : null;
   const depthSeries = new Set<string>();
   const nodeSeries = new Set<string>();
@@ -234,8 +257,18 @@ export function createMetrics(pawl: MetricsSource, options: MetricsOptions = {})
         for (const lease of prune(leaseSeries, leases)) m.leaseHeld.remove({ lease });
         m.clusterUpdated.set(at / 1000);
       },
+      concurrency: async () => {
+        if (!keyLoad) return;
+        const { value: load, at } = await keyLoad.get();
+        if (!load) return;
+        m.keysActive.set(load.activeKeys);
+        m.keysAtLimit.set(load.keysAtLimit);
+        m.keyedRunning.set(load.running);
+        m.keyedWaiting.set(load.waiting);
+        m.keysUpdated.set(at / 1000);
+      },
       settled: async () => {
-        await Promise.all([depth.get(), clusterView?.get()]);
+        await Promise.all([depth.get(), clusterView?.get(), keyLoad?.get()]);
       },
     },
     tally,

@@ -175,11 +175,12 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     const q = (k: string) => url.searchParams.get(k)?.trim() || undefined;
     const now = new Date();
     if (route === "/") {
-      const [overview, cluster] = await Promise.all([
+      const [overview, cluster, keys] = await Promise.all([
         pawl.store.operator.overview({ maxGroups: 50 }),
         pawl.cluster(),
+        pawl.store.operator.concurrencyKeys({ top: 10 }),
       ]);
-      return page(res, ctx("Overview"), "", overviewPage(ctx("Overview"), overview, cluster.nodes));
+      return page(res, ctx("Overview"), "", overviewPage(ctx("Overview"), overview, cluster.nodes, keys));
     }
     if (route === "/flows") {
       const kind = q("kind");

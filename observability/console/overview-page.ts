@@ -1,17 +1,24 @@
 /**
  * The overview: totals by status, the oldest due PENDING job's wait, the last hour's outcomes, the
- * largest groups by status, queue and type, and the live nodes. Everything comes from the store's one
- * bounded read (src/store/operator/overview-sql.ts); when its caps were reached the page says the counts are lower
- * bounds rather than showing them as exact.
+ * largest groups by status, queue and type, the live nodes, and the busiest concurrency keys. Everything
+ * comes from the store's bounded reads (src/store/operator/overview-sql.ts, concurrency-keys-sql.ts); when
+ * their caps were reached the page says the counts are lower bounds rather than showing them as exact.
  */
 import type { NodeStatus } from "../../src/index.js";
 import type { Overview } from "../../src/store/operator/overview-sql.js";
+import type { ConcurrencyKeys } from "../../src/store/operator/concurrency-keys-sql.js";
 import { age, h, table, type Html, type PageContext } from "./html.js";
+import { keysSection } from "./keys-section.js";
 
 const status = (s: string) => h`<span class="status s-${s}">${s}</span>`;
 
-/** The overview page. */
-export function overviewPage(ctx: PageContext, o: Overview, nodes: NodeStatus[]): Html {
+/** The overview page; `keys` adds the busiest concurrency keys (nothing while no key is active). */
+export function overviewPage(
+  ctx: PageContext,
+  o: Overview,
+  nodes: NodeStatus[],
+  keys: ConcurrencyKeys | null = null,
+): Html {
   const alive = nodes.filter((n) => n.alive).length;
   const atLeast = (s: string) => (o.capped.includes(s as never) ? "≥ " : "");
   const { succeeded, dead, canceled } = o.lastHour;
@@ -42,5 +49,5 @@ export function overviewPage(ctx: PageContext, o: Overview, nodes: NodeStatus[])
       `${atLeast(g.status)}${g.count}`,
     ]),
     "no live or dead jobs",
-  )}`;
+  )}${keys ? keysSection(keys) : ""}`;
 }
