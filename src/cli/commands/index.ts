@@ -7,6 +7,7 @@ import { dlqListCommand, dlqPurgeCommand, dlqRetryCommand } from "./dlq.js";
 import { enqueueCommand } from "./enqueue.js";
 import { explainCommand } from "./explain.js";
 import { inspectCommand } from "./inspect.js";
+import { keysCommand } from "./keys.js";
 import { cancelCommand, jobCommand, jobsCommand } from "./jobs.js";
 import { migrateCommand } from "./migrate.js";
 import { grantsCommand } from "./grants.js";
@@ -43,5 +44,6 @@ export const commands: readonly Command[] = [
   pausedCommand,
   nodesCommand,
   statsCommand,
+  keysCommand,
   schedulesCommand,
 ];

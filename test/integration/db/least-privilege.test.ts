@@ -138,7 +138,7 @@ describe("least privilege", () => {
   }, 90_000);
 
   it("serves the CLI's reads as the read-only role", async () => {
-    for (const argv of [["jobs"], ["nodes"], ["stats"], ["dlq", "list"], ["schedules"]]) {
+    for (const argv of [["jobs"], ["nodes"], ["stats"], ["keys"], ["dlq", "list"], ["schedules"]]) {
       const r = await cli(argv, urlAs(readerRole));
       expect(r.code, `${argv.join(" ")}: ${r.stderr}`).toBe(0);
     }
