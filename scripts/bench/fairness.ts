@@ -10,11 +10,17 @@
  *   3 x wall time).
  * - 1,000 keys x 5 jobs, limit 2, two nodes: all finish, the most in flight per key.
  * - a critical job behind 20,000 low-priority ones (claim cursors on): its pickup.
- * - throughput: 20,000 no-op jobs without keys, and with 1,000 keys and no limit.
+ * - throughput: 20,000 no-op jobs without keys, with 1,000 keys and no limit, and without keys on the
+ *   previous release (scripts/previous-release.txt, from git history: "jobs without a key at today's
+ *   speed"). Three rounds, the variants interleaved within each, so load that comes and goes hits them
+ *   alike; the median of each is reported.
  */
 import pg from "pg";
 import { createPawl, type Pawl } from "../../dist/src/index.js";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { quantile, sleep } from "./lib/common.js";
+import { previousTree } from "../lib/previous-release.js";
 
 /** What {@link runFairness} reports. */
 export interface FairnessResult {
@@ -22,8 +28,13 @@ export interface FairnessResult {
   limit3: { mostInFlight: number; mostLeased: number; utilization: number; wallMs: number };
   manyKeys: { finished: number; mostInFlight: number; wallMs: number };
   critical: { pickupMs: number }[];
-  throughput: { keys: boolean; jobsPerSec: number }[];
+  throughput: { variant: ThroughputVariant; jobsPerSec: number; runs: number[] }[];
 }
+
+/** The throughput workload's variants; see the module comment. */
+export type ThroughputVariant = "previous release, no keys" | "no keys" | "1,000 keys, no limit";
+
+type CreatePawl = typeof createPawl;
 
 let seq = 0;
 async function schemaNode(url: string, n = 1, concurrency = 10): Promise<{ nodes: Pawl[]; schema: string }> {
@@ -177,9 +188,12 @@ async function critical(url: string): Promise<{ pickupMs: number }> {
   return { pickupMs };
 }
 
-async function throughput(url: string, keys: boolean): Promise<{ keys: boolean; jobsPerSec: number }> {
-  const { nodes, schema } = await schemaNode(url);
-  const node = nodes[0]!;
+async function throughput(url: string, create: CreatePawl, keys: boolean): Promise<number> {
+  const schema = `fair_${process.pid}_${seq++}`;
+  const admin = create({ connectionString: url, schema });
+  await admin.migrate();
+  await admin.close();
+  const node = create({ connectionString: url, schema, nodeId: schema, concurrency: 10 });
   let done = 0;
   let finished: () => void = () => {};
   const all = new Promise<void>((r) => (finished = r));
@@ -194,8 +208,36 @@ async function throughput(url: string, keys: boolean): Promise<{ keys: boolean; 
   await node.start();
   await all;
   const s = (Date.now() - t0) / 1000;
-  await drop(url, schema, nodes);
-  return { keys, jobsPerSec: Math.round(20_000 / s) };
+  await drop(url, schema, [node]);
+  return Math.round(20_000 / s);
+}
+
+/** The previous release's createPawl, from its own sources (tsx runs them). */
+async function previousCreatePawl(): Promise<CreatePawl> {
+  const dir = previousTree();
+  const mod = (await import(pathToFileURL(join(dir, "src", "index.ts")).href)) as { createPawl: CreatePawl };
+  return mod.createPawl;
+}
+
+async function throughputs(url: string, log: (s: string) => void): Promise<FairnessResult["throughput"]> {
+  const variants: [ThroughputVariant, CreatePawl, boolean][] = [
+    ["previous release, no keys", await previousCreatePawl(), false],
+    ["no keys", createPawl, false],
+    ["1,000 keys, no limit", createPawl, true],
+  ];
+  const runs = new Map<ThroughputVariant, number[]>(variants.map(([v]) => [v, []]));
+  for (let round = 0; round < 3; round++) {
+    for (const [variant, create, keys] of variants) {
+      const r = await throughput(url, create, keys);
+      runs.get(variant)!.push(r);
+      log(`throughput round ${round + 1} ${variant}: ${r} jobs/s`);
+    }
+  }
+  return variants.map(([variant]) => ({
+    variant,
+    jobsPerSec: quantile(runs.get(variant)!, 0.5),
+    runs: runs.get(variant)!,
+  }));
 }
 
 /** Runs every fairness workload once on `databaseUrl`; progress goes to `log`. */
@@ -212,7 +254,7 @@ export async function runFairness(o: {
     critical: [],
     throughput: [],
   };
-  for (const keys of [false, true]) result.throughput.push(await throughput(url, keys));
+  result.throughput = await throughputs(url, log);
   log(`throughput ${JSON.stringify(result.throughput)}`);
   result.noisy.push(await noisy(url, true));
   log(`noisy ${JSON.stringify(result.noisy)}`);

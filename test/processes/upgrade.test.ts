@@ -8,9 +8,8 @@
  * trigger on the transition), nothing left PENDING or leased, and the old node's in-flight jobs rescued by
  * the orphan sweep.
  */
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -18,48 +17,13 @@ import type { Pawl } from "../../src/index.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../helpers/db.js";
 import { testPawl } from "../helpers/pawl.js";
 import { fastCluster, installRecorders, insertWork, statusCounts, until } from "./harness.js";
+import { previousRelease, previousTree } from "../../scripts/lib/previous-release.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const previous = readFileSync(join(root, "scripts", "previous-release.txt"), "utf8")
-  .split("\n")[0]!
-  .trim();
+const previous = previousRelease();
 const tsx = join(root, "node_modules", ".bin", "tsx");
 const schema = uniqueSchema("upgrade");
 const pool = testPool(4);
-
-/** The previous release's tree, from git history, with this checkout's node_modules linked in. */
-function previousTree(): string {
-  const dir = join(tmpdir(), `pawl-release-${previous}`);
-  if (!existsSync(join(dir, "package.json"))) {
-    let archive: Buffer;
-    try {
-      archive = execFileSync("git", ["archive", "--format=tar", previous], {
-        cwd: root,
-        maxBuffer: 1 << 30,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-    } catch (error) {
-      throw new Error(
-        `the previous release ${previous} (scripts/previous-release.txt) is not in this clone's history; ` +
-          `fetch it (git fetch --unshallow, or a CI checkout with full history): ${String(error)}`,
-      );
-    }
-    // Extracted beside and renamed into place, so an interrupted extraction is never taken for a tree.
-    const partial = `${dir}.partial-${process.pid}`;
-    mkdirSync(partial, { recursive: true });
-    execFileSync("tar", ["-x", "-C", partial], { input: archive });
-    try {
-      renameSync(partial, dir);
-    } catch (error) {
-      // Another run extracted it meanwhile: use theirs.
-      if (!existsSync(join(dir, "package.json"))) throw error;
-      rmSync(partial, { recursive: true, force: true });
-    }
-  }
-  if (!existsSync(join(dir, "node_modules")))
-    symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
-  return dir;
-}
 
 /** Runs a script of the old tree's own sources with tsx; resolves with its stdout. */
 function runOld(dir: string, file: string, env: Record<string, string>): Promise<string> {
