@@ -19,7 +19,17 @@ import type { SqlClient } from "../db/sql.js";
 import type { FlowFailurePolicy, FlowKind } from "../store/composition/flow-sql.js";
 import type { IsTyped, PawlTasks, PayloadField, TaskName, TaskPayload } from "../input/task-map.js";
 
-/** The enqueue options a flow member may carry (no `client`: the flow has one; no `uniqueKey`). */
+/**
+ * The enqueue options a flow member may carry (no `client`: the flow has one; no `uniqueKey`). They include
+ * `concurrencyKey` and `concurrencyLimit`, checked as enqueue checks them (the type's registered limit is
+ * the default) and kept on the member's row, so a step of a key runs within that key's limit once its
+ * dependencies are met (docs/fairness.md).
+ *
+ * @example
+ * ```ts
+ * const step: FlowJobOptions = { priority: "high", concurrencyKey: `tenant-${id}`, concurrencyLimit: 2 };
+ * ```
+ */
 export type FlowJobOptions = Omit<EnqueueOptions, "client" | "uniqueKey">;
 
 /**

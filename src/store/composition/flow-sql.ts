@@ -79,7 +79,8 @@ export interface FlowMemberInsert {
 
 /**
  * Inserts chain or workflow members in one statement (arrays unnested server-side). Members without
- * dependencies are PENDING, the others WAITING. Returns the members' rows, in input order.
+ * dependencies are PENDING, the others WAITING. Each member keeps its own concurrency key and limit
+ * (migration 0011), as an enqueued job does. Returns the members' rows, in input order.
  */
 export async function insertMembers(
   db: Queryable,
@@ -90,15 +91,15 @@ export async function insertMembers(
   const res = await db.query<JobRow>(
     `INSERT INTO ${t.jobs} AS j
        (id, type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, status, flow_id, flow_step,
-        deps_pending, flow_next, trace_context)
+        deps_pending, flow_next, trace_context, concurrency_key, concurrency_limit)
      SELECT v.id, v.type, v.queue, v.payload::jsonb, v.priority,
             coalesce(v.run_at, now() + v.delay_ms * interval '1 millisecond'), v.timeout_ms, v.max_attempts,
             CASE WHEN v.deps = 0 THEN 'PENDING' ELSE 'WAITING' END, $1::bigint, v.step, v.deps,
-            nullif(v.next, '{}')::bigint[], v.trace_context
+            nullif(v.next, '{}')::bigint[], v.trace_context, v.concurrency_key, v.concurrency_limit
      FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::timestamptz[], $8::bigint[],
-                 $9::int[], $10::int[], $11::text[], $12::int[], $13::text[], $14::jsonb[])
+                 $9::int[], $10::int[], $11::text[], $12::int[], $13::text[], $14::jsonb[], $15::text[], $16::int[])
           AS v(id, type, queue, payload, priority, run_at, delay_ms, timeout_ms, max_attempts, step, deps, next,
-               trace_context)
+               trace_context, concurrency_key, concurrency_limit)
      RETURNING ${jobColumns("j")}`,
     [
       flowId,
@@ -118,6 +119,15 @@ export async function insertMembers(
       members.some((m) => typeof m.job.traceContext === "string")
         ? members.map((m) => m.job.traceContext ?? null)
         : null,
+      // Concurrency keys likewise: a flow without keys sends two NULLs, not two arrays of them. The key
+      // stays on the row when the flow trigger releases a WAITING member (an UPDATE in place), so the
+      // keyed claim enforces the member's limit once it is runnable.
+      members.some((m) => typeof m.job.concurrencyKey === "string")
+        ? members.map((m) => m.job.concurrencyKey ?? null)
+        : null,
+      members.some((m) => typeof m.job.concurrencyLimit === "number")
+        ? members.map((m) => m.job.concurrencyLimit ?? null)
+        : null,
     ],
   );
   const byId = new Map(res.rows.map((r) => [r.id, r]));
@@ -125,8 +135,9 @@ export async function insertMembers(
 }
 
 /**
- * Inserts one chunk of batch children: `payloads` (JSON texts) share every other field of `shared`; child
- * i is named by its index in the batch (`offset + i`). One statement, no rows returned.
+ * Inserts one chunk of batch children: `payloads` (JSON texts) share every other field of `shared`
+ * (concurrency key and limit included); child i is named by its index in the batch (`offset + i`). One
+ * statement, no rows returned.
  */
 export async function insertBatchChildren(
   db: Queryable,
@@ -140,9 +151,9 @@ export async function insertBatchChildren(
     t,
     "flow_batch_children",
     `INSERT INTO ${t.jobs} (type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, flow_id, flow_step,
-                            trace_context)
+                            trace_context, concurrency_key, concurrency_limit)
      SELECT $1, $2, p.payload::jsonb, $3, coalesce($4::timestamptz, now() + $5::bigint * interval '1 millisecond'),
-            $6, $7, $8::bigint, ($9::int + p.ord - 1)::text, $11::jsonb
+            $6, $7, $8::bigint, ($9::int + p.ord - 1)::text, $11::jsonb, $12::text, $13::int
      FROM unnest($10::text[]) WITH ORDINALITY AS p(payload, ord)`,
   );
   const res = await db.query(
@@ -158,6 +169,8 @@ export async function insertBatchChildren(
       offset,
       payloads,
       shared.traceContext ?? null,
+      shared.concurrencyKey ?? null,
+      shared.concurrencyLimit ?? null,
     ]),
   );
   return res.rowCount ?? 0;
@@ -173,9 +186,9 @@ export async function insertCompletionJob(
   const res = await db.query<JobRow>(
     `WITH c AS (
        INSERT INTO ${t.jobs} AS j (type, queue, payload, priority, scheduled_time, timeout_ms, max_attempts, status, flow_id,
-                                   trace_context)
+                                   trace_context, concurrency_key, concurrency_limit)
        VALUES ($1, $2, $3::jsonb, $4, coalesce($5::timestamptz, now() + $6::bigint * interval '1 millisecond'), $7, $8,
-               'WAITING', $9::bigint, $10::jsonb)
+               'WAITING', $9::bigint, $10::jsonb, $11::text, $12::int)
        RETURNING ${jobColumns("j")}
      ), f AS (
        UPDATE ${flowTable(t)} SET completion_job_id = (SELECT id FROM c) WHERE id = $9::bigint
@@ -192,6 +205,8 @@ export async function insertCompletionJob(
       job.maxAttempts,
       flowId,
       job.traceContext ?? null,
+      job.concurrencyKey ?? null,
+      job.concurrencyLimit ?? null,
     ],
   );
   return jobFromRow(res.rows[0] as JobRow);
