@@ -11,7 +11,14 @@
  * one child for the missed fires, `skip` drops them (see docs/cluster.md).
  */
 import type { Clock } from "../core/clock.js";
-import { buildNewJob, validateJobType, type NewJob, type TypeDefaults } from "../input/enqueue-input.js";
+import {
+  buildNewJob,
+  validateJobType,
+  type EnqueueOptions,
+  type NewJob,
+  type TypeDefaults,
+} from "../input/enqueue-input.js";
+import { validateConcurrency } from "../input/concurrency-input.js";
 import { ValidationError } from "../core/errors.js";
 import { toError, type PawlEventEmitter } from "../core/events.js";
 import type { PawlTracing } from "../tracing/pawl-tracing.js";
@@ -39,9 +46,27 @@ export interface ScheduleOptions {
   priority?: Priority;
   /** What happens to fires missed while no node was checking. Default `catch-up-one`. */
   missedFirePolicy?: MissedFirePolicy;
+  /**
+   * The concurrency key every child carries (a tenant id, say: 1-500 characters), as enqueue's
+   * `concurrencyKey`: children of one key run within its limit and are claimed fairly across keys
+   * (docs/fairness.md).
+   */
+  concurrencyKey?: string;
+  /**
+   * At most this many jobs of `concurrencyKey` run at once (an integer from 1). Needs `concurrencyKey`.
+   * Default: the children's type's `concurrencyLimit` on the node that fires, else no limit.
+   */
+  concurrencyLimit?: number;
 }
 
-const optionKeys = new Set(["timezone", "type", "priority", "missedFirePolicy"]);
+const optionKeys = new Set([
+  "timezone",
+  "type",
+  "priority",
+  "missedFirePolicy",
+  "concurrencyKey",
+  "concurrencyLimit",
+]);
 const policies: readonly MissedFirePolicy[] = ["skip", "catch-up-one"];
 
 /** The longest schedule name. */
@@ -114,11 +139,14 @@ export async function registerSchedule(
     );
   }
   const priority = o.priority === undefined ? null : resolvePriority(o.priority);
+  // The schedule keeps the limit it states, not the type's default: that default is applied at each fire
+  // from the type's registration on the node that fires, as the queue and timeout are.
+  const concurrency = validateConcurrency(o.concurrencyKey, o.concurrencyLimit, undefined);
   // The payload is checked as enqueue checks it (JSON, size, the type's validator if registered here).
   const job = buildNewJob(
     type,
     payload,
-    priority === null ? {} : { priority },
+    { ...(priority === null ? {} : { priority }), ...childConcurrency(concurrency) },
     ctx.typeDefaults(type),
     ctx.maxPayloadBytes,
   );
@@ -134,8 +162,19 @@ export async function registerSchedule(
     payloadJson: job.payloadJson,
     priority,
     missedFirePolicy: policy,
+    ...concurrency,
     nextFireAt: new Date(first),
   });
+}
+
+/** A schedule's stored key and limit as the enqueue options of its children (absent when null). */
+function childConcurrency(
+  c: Pick<RecurringRow, "concurrencyKey" | "concurrencyLimit">,
+): Pick<EnqueueOptions, "concurrencyKey" | "concurrencyLimit"> {
+  return {
+    ...(c.concurrencyKey === null ? {} : { concurrencyKey: c.concurrencyKey }),
+    ...(c.concurrencyLimit === null ? {} : { concurrencyLimit: c.concurrencyLimit }),
+  };
 }
 
 /** Deletes a schedule; returns whether it existed. */
@@ -305,6 +344,7 @@ export class RecurringScheduler implements BackgroundService<RecurringResult> {
           runAt: fireDate,
           uniqueKey: `recurring:${row.name}:${fireDate.toISOString()}`,
           ...(row.priority === null ? {} : { priority: row.priority }),
+          ...childConcurrency(row),
         },
         this.deps.typeDefaults(row.type),
         this.deps.maxPayloadBytes,

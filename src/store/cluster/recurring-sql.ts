@@ -16,6 +16,10 @@ export interface RecurringRow {
   /** The children's priority, or null for the job type's default. */
   priority: number | null;
   missedFirePolicy: MissedFirePolicy;
+  /** The concurrency key every child carries (migration 0015), or null for none. */
+  concurrencyKey: string | null;
+  /** The limit the schedule states for its key, or null for the children's type default, else none. */
+  concurrencyLimit: number | null;
   nextFireAt: Date;
   lastFiredAt: Date | null;
   enabled: boolean;
@@ -29,7 +33,15 @@ export interface RecurringRow {
  */
 export interface NewRecurring extends Pick<
   RecurringRow,
-  "name" | "cron" | "timezone" | "type" | "priority" | "missedFirePolicy" | "nextFireAt"
+  | "name"
+  | "cron"
+  | "timezone"
+  | "type"
+  | "priority"
+  | "missedFirePolicy"
+  | "concurrencyKey"
+  | "concurrencyLimit"
+  | "nextFireAt"
 > {
   payloadJson: string;
 }
@@ -39,9 +51,13 @@ export function recurringTable(t: Tables): string {
   return `${t.s}.scheduler_recurring`;
 }
 
-// The columns as RecurringRow names them, so a row needs no mapping (pg returns timestamptz as Date).
-const columns =
+/**
+ * The columns as {@link RecurringRow} names them, so a row needs no mapping (pg returns timestamptz as
+ * Date). Every read of schedules selects this list (the console's page too), so a new column reaches them all.
+ */
+export const recurringColumns =
   'name, cron, timezone, type, payload, priority, missed_fire_policy AS "missedFirePolicy", ' +
+  'concurrency_key AS "concurrencyKey", concurrency_limit AS "concurrencyLimit", ' +
   'next_fire_at AS "nextFireAt", last_fired_at AS "lastFiredAt", enabled, created_at AS "createdAt", ' +
   'updated_at AS "updatedAt"';
 
@@ -56,16 +72,29 @@ export async function upsertRecurring(db: Queryable, t: Tables, r: NewRecurring)
     named(
       t,
       "recurring_upsert",
-      `INSERT INTO ${table} AS r (name, cron, timezone, type, payload, priority, missed_fire_policy, next_fire_at)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8)
+      `INSERT INTO ${table} AS r (name, cron, timezone, type, payload, priority, missed_fire_policy, next_fire_at,
+                                  concurrency_key, concurrency_limit)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10)
        ON CONFLICT (name) DO UPDATE SET
          next_fire_at = CASE WHEN r.cron = EXCLUDED.cron AND r.timezone = EXCLUDED.timezone AND r.enabled
                              THEN r.next_fire_at ELSE EXCLUDED.next_fire_at END,
          cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, type = EXCLUDED.type, payload = EXCLUDED.payload,
-         priority = EXCLUDED.priority, missed_fire_policy = EXCLUDED.missed_fire_policy, enabled = true,
+         priority = EXCLUDED.priority, missed_fire_policy = EXCLUDED.missed_fire_policy,
+         concurrency_key = EXCLUDED.concurrency_key, concurrency_limit = EXCLUDED.concurrency_limit, enabled = true,
          updated_at = now()
-       RETURNING ${columns}`,
-    )([r.name, r.cron, r.timezone, r.type, r.payloadJson, r.priority, r.missedFirePolicy, r.nextFireAt]),
+       RETURNING ${recurringColumns}`,
+    )([
+      r.name,
+      r.cron,
+      r.timezone,
+      r.type,
+      r.payloadJson,
+      r.priority,
+      r.missedFirePolicy,
+      r.nextFireAt,
+      r.concurrencyKey,
+      r.concurrencyLimit,
+    ]),
   );
   return res.rows[0] as RecurringRow;
 }
@@ -81,7 +110,7 @@ export async function deleteRecurring(db: Queryable, t: Tables, name: string): P
 /** Every schedule, by name. */
 export async function listRecurring(db: Queryable, t: Tables): Promise<RecurringRow[]> {
   const res = await db.query<RecurringRow>(
-    named(t, "recurring_list", `SELECT ${columns} FROM ${recurringTable(t)} ORDER BY name`)([]),
+    named(t, "recurring_list", `SELECT ${recurringColumns} FROM ${recurringTable(t)} ORDER BY name`)([]),
   );
   return res.rows;
 }
@@ -105,7 +134,7 @@ export async function claimDueRecurring(
     named(
       t,
       "recurring_claim",
-      `SELECT ${columns} FROM ${table}
+      `SELECT ${recurringColumns} FROM ${table}
        WHERE enabled AND next_fire_at <= $2::timestamptz
        ORDER BY next_fire_at, name
        LIMIT $1

@@ -3,7 +3,7 @@
  * on the table's primary key), so a deployment with thousands of schedules pages like the job list does.
  * The row shape is the store's {@link RecurringRow}, the one `pawl.listSchedules()` returns.
  */
-import { recurringTable, type RecurringRow } from "../cluster/recurring-sql.js";
+import { recurringColumns, recurringTable, type RecurringRow } from "../cluster/recurring-sql.js";
 import type { Queryable, Tables } from "../../db/sql.js";
 
 /** The most schedules one page returns. */
@@ -17,9 +17,7 @@ export async function listSchedulePage(
 ): Promise<RecurringRow[]> {
   const limit = Math.min(maxSchedulePage, Math.max(1, Math.floor(f.limit ?? 50)));
   const res = await db.query<RecurringRow>(
-    `SELECT name, cron, timezone, type, payload, priority, missed_fire_policy AS "missedFirePolicy",
-            next_fire_at AS "nextFireAt", last_fired_at AS "lastFiredAt", enabled,
-            created_at AS "createdAt", updated_at AS "updatedAt"
+    `SELECT ${recurringColumns}
      FROM ${recurringTable(t)} WHERE $1::text IS NULL OR name > $1 ORDER BY name LIMIT ${limit}`,
     [f.afterName ?? null],
   );
