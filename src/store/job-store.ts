@@ -52,7 +52,10 @@ export interface JobLifecycleStore {
    * 0011, docs/fairness.md). Optional: a store without it runs no keyed jobs.
    */
   claimKeyed?(args: KeyedClaimArgs): Promise<KeyedClaim>;
-  /** Claims one PENDING job by id for `nodeId`, due or not (pawl/testing's inline mode); null if not PENDING. */
+  /**
+   * Claims one PENDING job by id for `nodeId`, due or not (pawl/testing's inline mode); null if not PENDING
+   * and unleased, or if its concurrency key already runs its limit of jobs.
+   */
   claimById(id: string, nodeId: string): Promise<ClaimedJob | null>;
   /** The payloads of jobs claimed without them (lazy claims), by id. */
   loadPayloads(ids: readonly string[]): Promise<Map<string, unknown>>;

@@ -4,11 +4,17 @@
  * then each is run by {@link runAttempt} and its outcome written through the store. Everything is claimed
  * before anything runs, so a job that a handler enqueues, or that a failure puts back for a retry, is not
  * run again by the same drain: call drain() again for the next round.
+ *
+ * Jobs with a concurrency key are claimed by the keyed claim, the one a node uses, which enforces each
+ * key's limit: a drain takes at most a key's limit of its jobs (they stay leased to the drain until they
+ * run, so they count as running, as on a node), and the key's other jobs wait for the next drain(). The
+ * drain runs one job at a time, so it never has more of a key running than it claimed.
  */
 import { randomBytes } from "node:crypto";
 import { PawlError } from "../core/errors.js";
 import type { Pawl } from "../api/pawl.js";
-import type { ClaimedJob } from "../store/claim/claim-jobs.js";
+import { sortClaimOrder, type ClaimArgs, type ClaimedJob } from "../store/claim/claim-jobs.js";
+import type { JobLifecycleStore } from "../store/job-store.js";
 import { registeredTypes } from "./internals.js";
 import type { PawlTasks, TaskName, UntypedTasks } from "../input/task-map.js";
 import { runAttempt, type TypedAttemptResult } from "./run-attempt.js";
@@ -88,19 +94,23 @@ export async function drain<Tasks extends object>(
   const nodeId = `pawl-testing-drain-${randomBytes(4).toString("hex")}`;
   const now = options.now ?? (await pawl.store.databaseTime());
 
+  const args = {
+    nodeId,
+    limit: claimBatch,
+    types,
+    boostIntervalMs: pawl.config.boostIntervalMs,
+    withPayload: true,
+    now,
+  };
   const claimed: ClaimedJob[] = [];
   for (;;) {
-    const batch = await pawl.store.claim({
-      nodeId,
-      limit: claimBatch,
-      types,
-      boostIntervalMs: pawl.config.boostIntervalMs,
-      withPayload: true,
-      now,
-    });
+    const batch = await pawl.store.claim(args);
     claimed.push(...batch);
     if (batch.length < claimBatch) break;
   }
+  claimed.push(...(await claimKeyed(pawl.store, args)));
+  // One order for both claims: effective priority, then scheduled time, then id.
+  sortClaimOrder(claimed);
 
   let next = 0;
   try {
@@ -121,4 +131,30 @@ export async function drain<Tasks extends object>(
   }
   result.failed = result.retried + result.dead;
   return result as unknown as DrainResult<Tasks>;
+}
+
+/** Keyed claims one drain sends at most (a guard: the loop below ends on its own). */
+const maxKeyedClaims = 10_000;
+
+/**
+ * Claims the due keyed jobs through the store's keyed claim. Each claim reads a window of keys after the
+ * key the previous one stopped at, so the loop goes round the keys, and ends when the keyed claim says no
+ * keyed row is PENDING, or when it has come round to a window it already saw with nothing claimed since
+ * (every key left is at its limit, or has nothing due of these types).
+ */
+async function claimKeyed(store: JobLifecycleStore, args: ClaimArgs): Promise<ClaimedJob[]> {
+  if (!store.claimKeyed) return [];
+  const out: ClaimedJob[] = [];
+  const emptySince = new Set<string>();
+  let afterKey: string | null = null;
+  for (let i = 0; i < maxKeyedClaims; i++) {
+    const r = await store.claimKeyed({ ...args, afterKey });
+    out.push(...r.jobs);
+    if (r.nextKey === null) break;
+    if (r.jobs.length > 0) emptySince.clear();
+    else if (emptySince.has(r.nextKey)) break;
+    else emptySince.add(r.nextKey);
+    afterKey = r.nextKey;
+  }
+  return out;
 }

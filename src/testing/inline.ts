@@ -11,6 +11,15 @@
  * (`txid_status()`): a committed transaction's jobs run then, which is exactly "after commit"; a rolled-back
  * transaction's jobs never existed and never run (nor do those of a rolled-back savepoint: their row is
  * not there); jobs of a transaction still open wait for a later flush.
+ *
+ * Concurrency keys. A job's `concurrencyKey` and `concurrencyLimit` are validated and stored by the real
+ * enqueue. Running, inline keeps the keyed claim's rule: a job starts only while fewer than its limit of
+ * its key's jobs run. Inline claims one job at a time, and the claim by id refuses a job whose key is full
+ * (counting every node's leases and this mode's). Inline runs jobs one after another, except where the
+ * caller overlaps them: a handler that enqueues a job of its own key, or enqueues made in parallel. A job
+ * refused for its limit stays PENDING (its enqueue returns it so) and is held: it is tried again after
+ * each attempt this mode finishes and at every flush, so it runs once a job of its key has ended. A job
+ * still held at `restore()` stays PENDING, for a node or {@link drain}.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
@@ -19,6 +28,7 @@ import { PawlError } from "../core/errors.js";
 import type { EnqueueItem } from "../input/task-map.js";
 import type { Pawl } from "../api/pawl.js";
 import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
+import type { ClaimedJob } from "../store/claim/claim-jobs.js";
 import { asQueryable, type SqlClient } from "../db/sql.js";
 import { patchEnqueue, registeredTypes } from "./internals.js";
 import type { PawlTasks } from "../input/task-map.js";
@@ -40,7 +50,10 @@ export interface InlineOptions {
 export interface InlineMode<Tasks = PawlTasks> {
   /** Every attempt run so far, in order. */
   readonly results: readonly TypedAttemptResult<Tasks>[];
-  /** Runs the jobs of transactions that have committed since they enqueued; returns their attempts. */
+  /**
+   * Runs the jobs of transactions that have committed since they enqueued, and the jobs held because their
+   * concurrency key was at its limit whose key now has room; returns their attempts.
+   */
   flush(): Promise<TypedAttemptResult<Tasks>[]>;
   /** Flushes, then puts the instance's own enqueue methods back. Idempotent. */
   restore(): Promise<void>;
@@ -63,7 +76,8 @@ const depth = new AsyncLocalStorage<number>();
  * timeout, `JobContext.current()`), and its outcome is recorded by the runtime's own rules: a failure is
  * retried or sent DEAD exactly as on a node, and a Snooze leaves the job PENDING. The retried job is not
  * run again: call {@link drain} with `now` to run it. Circuit breakers, resource permits and rate limits are not
- * consulted.
+ * consulted. Concurrency limits are: a job whose key is full is returned PENDING and runs once a job of its
+ * key ends (see the file header).
  *
  * @example
  * ```ts
@@ -107,6 +121,10 @@ export function inline<T, Tasks extends object>(
   const nodeId = `pawl-testing-inline-${randomBytes(4).toString("hex")}`;
   const results: AttemptResult[] = [];
   let waiting: Waiting[] = [];
+  /** Jobs refused because their key was at its limit; tried again after each attempt and at each flush. */
+  let held: { id: string; type: string }[] = [];
+  /** The tail of this mode's claims: one at a time, so two of its own claims never both see a free slot. */
+  let claiming: Promise<unknown> = Promise.resolve();
 
   const check = (types: readonly string[]) => {
     if (unregistered === "throw") {
@@ -129,21 +147,44 @@ export function inline<T, Tasks extends object>(
     }
   };
 
-  /** Claims and runs each job by id (a type without a handler stays PENDING, untouched). */
+  const claimOne = (id: string): Promise<ClaimedJob | null> => {
+    const claim = claiming.then(() => pawl.store.claimById(id, nodeId));
+    claiming = claim.catch(() => undefined);
+    return claim;
+  };
+
+  /**
+   * Claims and runs each job by id (a type without a handler stays PENDING, untouched). A job refused while
+   * still PENDING and unleased was refused for its key's limit: it is held, and tried again once an
+   * attempt of this mode ends (which may have freed its key's slot).
+   */
   const runIds = async (jobs: readonly { id: string; type: string }[]): Promise<AttemptResult[]> => {
     const ran: AttemptResult[] = [];
-    for (const { id, type: name } of jobs) {
-      const type = registeredTypes(pawl).get(name);
+    for (const job of jobs) {
+      const type = registeredTypes(pawl).get(job.type);
       if (!type) continue;
-      const claimed = await pawl.store.claimById(id, nodeId);
-      if (!claimed) continue; // rolled back, canceled, or taken by a node
+      const claimed = await claimOne(job.id);
+      if (!claimed) {
+        // Rolled back, canceled or taken by a node (then it is not PENDING), or its key is full.
+        if ((await pawl.store.get(job.id))?.status === "PENDING") held.push(job);
+        continue;
+      }
       const result = await depth.run((depth.getStore() ?? 0) + 1, () =>
         runAttempt(pawl, claimed, type, nodeId),
       );
       results.push(result);
       ran.push(result);
+      ran.push(...(await runHeld()));
     }
     return ran;
+  };
+
+  /** Tries the held jobs again; those still refused are held again. */
+  const runHeld = async (): Promise<AttemptResult[]> => {
+    if (held.length === 0) return [];
+    const retry = held;
+    held = [];
+    return runIds(retry);
   };
 
   /** Runs each fresh job; returns each job as read afterwards (as given when nothing ran). */
@@ -184,6 +225,7 @@ export function inline<T, Tasks extends object>(
       else if (status !== "aborted") ran.push(...(await runIds(entry.jobs)));
     }
     waiting = [...open, ...waiting];
+    ran.push(...(await runHeld()));
     return ran;
   };
 

@@ -234,7 +234,12 @@ type ClaimOneRow = Omit<ClaimRow, "effective">;
 /**
  * Claims one PENDING job by id, whatever its scheduled time (pawl/testing's inline(): the job a test just
  * enqueued runs at once). The same effect as a claim narrowed to one row, so the outcome statements accept
- * it. Null when the job is not PENDING and unleased (finished, canceled, gone, or taken).
+ * it. Null when the job is not PENDING and unleased (finished, canceled, gone, or taken), or when it has a
+ * concurrency limit and its key already runs that many jobs: the rule of the keyed claim (a job starts only
+ * while fewer than its own limit of its key's jobs run, counted by `pawl_key_running`, every node's leases).
+ * Unlike the keyed claim it does not take the key's advisory lock, so a keyed claim of the same key at the
+ * same instant is not excluded: inline() serialises its own claims, and is not meant to share keys with a
+ * started node.
  */
 export async function claimJobById(
   db: Queryable,
@@ -248,8 +253,9 @@ export async function claimJobById(
     `UPDATE ${t.jobs} j
      SET ${leaseSetSql("j", "$2")}
      WHERE j.id = $1 AND ${claimableSql("j")}
+       AND (j.concurrency_limit IS NULL OR ${t.s}.pawl_key_running(j.concurrency_key) < j.concurrency_limit)
      RETURNING j.id, j.type, j.queue, j.priority, j.attempts, j.max_attempts, j.timeout_ms, j.scheduled_time,
-               j.payload`,
+               j.payload, j.concurrency_key`,
   );
   const res = await db.query<ClaimOneRow>(withClaimRowTypes(stmt([id, nodeId])));
   const r = res.rows[0];
