@@ -16,7 +16,7 @@ export interface RecurringRow {
   /** The children's priority, or null for the job type's default. */
   priority: number | null;
   missedFirePolicy: MissedFirePolicy;
-  /** The concurrency key every child carries (migration 0015), or null for none. */
+  /** The concurrency key every child carries (migration 0014), or null for none. */
   concurrencyKey: string | null;
   /** The limit the schedule states for its key, or null for the children's type default, else none. */
   concurrencyLimit: number | null;

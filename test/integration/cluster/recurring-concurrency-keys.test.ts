@@ -1,5 +1,5 @@
 /**
- * Concurrency keys on recurring schedules (issue 27, migration 0015): a schedule stores its key and limit,
+ * Concurrency keys on recurring schedules (issue 27, migration 0014): a schedule stores its key and limit,
  * its fired children carry them (the limit of the children's type on the firing node as the default),
  * re-registering without them clears them, and bad keys and limits are refused before anything is written.
  */

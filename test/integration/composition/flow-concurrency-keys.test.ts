@@ -6,7 +6,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { ValidationError, type Pawl } from "../../../src/index.js";
+import { NonRetryableError, ValidationError, type Pawl } from "../../../src/index.js";
+import { jobEvent } from "../../helpers/events.js";
 import { closeAll, setupSchema, startNodes, testPawl } from "../../helpers/pawl.js";
 import { badConcurrency } from "../../helpers/concurrency.js";
 import { gate } from "../../helpers/gate.js";
@@ -117,6 +118,47 @@ describe("flow members carry their concurrency key and limit", () => {
       ["b2", 4],
     ]);
     expect((await keyRows(none.flowId)).map((r) => [r.key, r.limit])).toEqual([[null, null]]);
+  });
+});
+
+describe("a flow stop", () => {
+  it("moves the dependents it cancels whole: they keep their key and limit", async () => {
+    nodes = await startNodes(schema, 1, (node) => {
+      node.register(
+        "ck.fail",
+        async () => {
+          throw new NonRetryableError("broken");
+        },
+        { maxAttempts: 1 },
+      );
+      node.register("ck.step", async () => {}, { concurrencyLimit: 4 });
+    });
+    const dead = jobEvent(nodes, "job:dead");
+    const chain = await nodes[0]!.chain([
+      { type: "ck.fail" },
+      { type: "ck.step", concurrencyKey: "tenant-9", concurrencyLimit: 2 },
+      { type: "ck.step", concurrencyKey: "tenant-9" },
+    ]);
+    await dead.for(chain.jobIds[0]!);
+    const r = await pool.query<{ status: string; key: string | null; limit: number | null; reason: string }>(
+      `SELECT status, concurrency_key AS key, concurrency_limit AS limit, cancel_reason AS reason
+       FROM "${schema}".scheduler_job_finished WHERE id = ANY($1::bigint[]) ORDER BY id`,
+      [chain.jobIds.slice(1)],
+    );
+    expect(r.rows).toEqual([
+      {
+        status: "CANCELED",
+        key: "tenant-9",
+        limit: 2,
+        reason: `flow ${chain.flowId} stopped: step 0 ended DEAD`,
+      },
+      {
+        status: "CANCELED",
+        key: "tenant-9",
+        limit: 4,
+        reason: `flow ${chain.flowId} stopped: step 0 ended DEAD`,
+      },
+    ]);
   });
 });
 

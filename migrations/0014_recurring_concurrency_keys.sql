@@ -1,6 +1,6 @@
 -- previous release: compatible (adds two nullable columns to scheduler_recurring; a 59bb164 node fires keyed schedules without their key)
 --
--- pawl 0015: a recurring schedule may carry a concurrency key and limit (issue 27, docs/fairness.md), so
+-- pawl 0014: a recurring schedule may carry a concurrency key and limit (issue 27, docs/fairness.md), so
 -- its fired children are keyed like any enqueued job. {{schema}} is replaced by the escaped schema name;
 -- the runner applies this inside one transaction.
 --
