@@ -6,8 +6,11 @@
  * keyed statement says so), the keyed claim is not sent at all until a wakeup (a local enqueue or a
  * coordinator hint) or `recheckMs` later: a node whose jobs carry no keys pays no extra statement per poll.
  * When the unkeyed claim came back with less than it was asked for, the keyed claim goes first for the next
- * `recheckMs` (or until a wakeup): a node whose due work all carries keys then sends one statement per
- * poll, not two, and unkeyed work that appears meanwhile still gets its turn within `recheckMs`.
+ * `recheckMs` (or until a wakeup); when it came back empty while keyed rows are live, it is not sent at
+ * all for that long. A node whose due work all carries keys then sends one statement per poll, not two
+ * (an unkeyed claim that finds nothing still reads the oldest rows of the claim index, which are keyed
+ * rows it must step over), and unkeyed work that appears meanwhile still gets its turn within `recheckMs`,
+ * or at once when its enqueue wakes the node.
  *
  * The keyed claim reads a window of keys after the key its previous claim stopped at (migration 0013), so
  * this claimer keeps that key: across polls the window goes round every key with due work.
@@ -43,6 +46,9 @@ export class KeyedClaimer implements Claimer {
   private secondFailures = 0;
   /** Until when the keyed claim goes first: the unkeyed claim's last answer was short. */
   private keyedFirstUntilMs = 0;
+  /** Until when the unkeyed claim is not sent: its last answer was empty while keyed rows were live. */
+  private unkeyedQuietUntilMs = 0;
+  private unkeyedSkipped = 0;
   /** Where the next keyed claim's window starts. */
   private afterKey: string | null = null;
 
@@ -59,10 +65,16 @@ export class KeyedClaimer implements Claimer {
       this.skipped++;
       return this.inner.claim(limit, types, dueLevels);
     }
+    if (now < this.unkeyedQuietUntilMs) {
+      this.unkeyedSkipped++;
+      return this.keyed(limit, types);
+    }
     this.keyedFirst = now < this.keyedFirstUntilMs || !this.keyedFirst;
     const unkeyed = async (room: number): Promise<ClaimedJob[]> => {
       const jobs = await this.inner.claim(room, types, dueLevels);
-      this.keyedFirstUntilMs = jobs.length < room ? this.o.clock.now() + (this.o.recheckMs ?? 1000) : 0;
+      const until = this.o.clock.now() + (this.o.recheckMs ?? 1000);
+      this.keyedFirstUntilMs = jobs.length < room ? until : 0;
+      this.unkeyedQuietUntilMs = jobs.length === 0 && this.keyedLive ? until : 0;
       return jobs;
     };
     const [first, second] = this.keyedFirst
@@ -112,11 +124,13 @@ export class KeyedClaimer implements Claimer {
     // New work may carry a key, or none: look at the next poll, with both claims.
     this.nextLookMs = 0;
     this.keyedFirstUntilMs = 0;
+    this.unkeyedQuietUntilMs = 0;
     this.inner.onWakeup();
   }
 
   requestFullPass(): void {
     this.nextLookMs = 0;
+    this.unkeyedQuietUntilMs = 0;
     this.inner.requestFullPass?.();
   }
 
@@ -128,6 +142,7 @@ export class KeyedClaimer implements Claimer {
         claims: this.keyedClaims,
         claimed: this.keyedJobs,
         skippedPolls: this.skipped,
+        unkeyedSkippedPolls: this.unkeyedSkipped,
         secondClaimFailures: this.secondFailures,
         afterKey: this.afterKey,
       },

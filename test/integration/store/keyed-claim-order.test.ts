@@ -3,7 +3,7 @@
  * for random keys, backlogs, priorities and claim sizes:
  * - a key's jobs are claimed in its own order: priority, then scheduled time, then id;
  * - the window goes round: a key with unclaimed jobs is served within ceil(keys / window) claims, where
- *   the window is min(claim size, 64) keys;
+ *   the window is ceil(claim size / 4) keys, at most 64;
  * - with limits, and jobs finishing at random between claims, a key never has more limited jobs leased
  *   than the highest limit among them (each started while fewer than its own limit ran, and the last
  *   one to start saw all the others), and the running count kept by the triggers equals those rows.
@@ -73,7 +73,7 @@ describe("keyed claim order (property)", () => {
         const ids = await load(rows);
         const byId = new Map(ids.map((id, i) => [id, { ...rows[i]!, n: i }]));
         const keys = new Set(rows.map((r) => r.key));
-        const window = Math.min(size, 64);
+        const window = Math.min(Math.ceil(size / 4), 64);
         const cycle = Math.ceil(keys.size / window);
         const unclaimed = new Map<string, number>();
         for (const r of rows) unclaimed.set(r.key, (unclaimed.get(r.key) ?? 0) + 1);

@@ -52,3 +52,47 @@ describe("KeyedClaimer when its second claim fails", () => {
     expect(c.describe()).toMatchObject({ keyed: { secondClaimFailures: 1 } });
   });
 });
+
+describe("KeyedClaimer while every due job carries a key", () => {
+  it("stops sending an unkeyed claim that came back empty, until recheckMs passes or a wakeup", async () => {
+    const clock = new ManualClock(0);
+    let plainCalls = 0;
+    let keyedCalls = 0;
+    const inner = {
+      claim: async () => {
+        plainCalls++;
+        return [];
+      },
+      onWakeup: () => {},
+      describe: () => ({}),
+    } as unknown as Claimer;
+    const c = new KeyedClaimer(inner, {
+      claimKeyed: async () => {
+        keyedCalls++;
+        return { jobs: [job(`k${keyedCalls}`)], keyed: true, nextKey: "a" };
+      },
+      nodeId: "n",
+      boostIntervalMs: 0,
+      withPayload: true,
+      clock,
+      recheckMs: 1000,
+    });
+    // Poll 1: keyed first (1 job), then the unkeyed claim for the rest: empty.
+    await c.claim(10, ["t"]);
+    expect([keyedCalls, plainCalls]).toEqual([1, 1]);
+    // Polls 2-3 within recheckMs: the keyed claim only.
+    await c.claim(10, ["t"]);
+    await c.claim(10, ["t"]);
+    expect([keyedCalls, plainCalls]).toEqual([3, 1]);
+    // After recheckMs the unkeyed claim is sent again.
+    clock.advance(1000);
+    await c.claim(10, ["t"]);
+    expect(plainCalls).toBe(2);
+    // A wakeup (a local enqueue, a coordinator hint) sends it at once.
+    await c.claim(10, ["t"]);
+    expect(plainCalls).toBe(2);
+    c.onWakeup();
+    await c.claim(10, ["t"]);
+    expect(plainCalls).toBe(3);
+  });
+});
