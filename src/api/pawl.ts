@@ -184,6 +184,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     const cluster = new ClusterServices({
       store: this.store,
       nodeId: c.nodeId,
+      freshNodeId: c.nodeIdGenerated,
       concurrency: c.concurrency,
       transport: coordinator.status().transport,
       options: c.runtimeOptions.cluster,

@@ -159,6 +159,11 @@ export interface ResolvedConfig {
   schema: string;
   keepSucceeded: boolean;
   nodeId: string;
+  /**
+   * The node id was made for this process (neither `nodeId` nor `PAWL_NODE_ID` given): it carries a random
+   * part, so no earlier run can have claimed rows under it.
+   */
+  nodeIdGenerated: boolean;
   concurrency: number;
   /** Per-queue limits, or null (no `queues`). */
   queues: ReadonlyMap<string, number> | null;
@@ -343,6 +348,7 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     schema: validateSchemaName(config.schema ?? process.env.PAWL_SCHEMA ?? defaultSchema),
     keepSucceeded,
     nodeId,
+    nodeIdGenerated: config.nodeId === undefined && process.env.PAWL_NODE_ID === undefined,
     concurrency,
     queues: queues?.limits ?? null,
     prefetch: intOption("prefetch", config.prefetch ?? Math.min(500, concurrency * 50), 0, 100_000),

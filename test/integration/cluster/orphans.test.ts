@@ -247,6 +247,26 @@ describe("with started nodes", () => {
     expect(rows).toEqual([]);
   });
 
+  it("startup cleanup runs only for a configured node id: a generated one has no previous run", async () => {
+    // Another node holds the sweep lease for an hour. Startup cleanup runs under that lease, so a node
+    // that needs it waits for it and gives up; a node whose id was generated has nothing to clean up
+    // (the cleanup reads every leased row: a scan of the live table) and starts at once.
+    await pool.query(
+      `INSERT INTO "${schema}".scheduler_lock (lock_name, owner_node, expires_at)
+       VALUES ('pawl:orphan-sweep', 'someone-else', now() + interval '1 hour')`,
+    );
+    try {
+      const generated = testPawl(schema, { leaseTtlMs: 500 });
+      nodes.push(generated);
+      await generated.start();
+      const configured = testPawl(schema, { nodeId: "configured-id", leaseTtlMs: 500 });
+      nodes.push(configured);
+      await expect(configured.start()).rejects.toThrow(/lease stayed held/);
+    } finally {
+      await pool.query(`DELETE FROM "${schema}".scheduler_lock WHERE owner_node = 'someone-else'`);
+    }
+  });
+
   it("a live node keeps its running jobs through sweeps and finishes them", async () => {
     const live = testPawl(schema, { nodeId: "live-worker", deadNodeThresholdMs: 3000 });
     nodes.push(live);
