@@ -4,7 +4,10 @@
  * costs one probe of an index that holds only parked rows. Like every background service it is a
  * `runOnce()` that returns what it did, looped by a {@link PeriodicTask}; the wait between passes is the
  * pure `signalSweepDelayMs` (until the next known deadline, at most `intervalMs`), so a timeout fires
- * within about `intervalMs` of its deadline at worst.
+ * within about `intervalMs` of its deadline at worst. While no parked job has a deadline anywhere the
+ * sweep waits `idleIntervalMs` instead (an idle node then pays two statements per 10 s, not per second),
+ * and a job this node parks with a timeout (`job:waiting`) brings its next pass forward to the deadline;
+ * so only a deadline parked by a node that died before it can fire up to `idleIntervalMs` late.
  */
 import type { Clock } from "../core/clock.js";
 import { toError } from "../core/events.js";
@@ -33,6 +36,8 @@ export interface SignalSweeperOptions {
   intervalMs?: number;
   /** Jobs timed out per statement. Default 1000. */
   batch?: number;
+  /** The pause while no parked job has a deadline (ms). Default 10000. */
+  idleIntervalMs?: number;
 }
 
 /**
@@ -48,15 +53,21 @@ export interface SignalSweeperOptions {
 export class SignalSweeper implements BackgroundService<SignalSweepResult> {
   private readonly batch: number;
   private readonly loop: PeriodicTask<SignalSweepResult>;
+  private offWaiting: (() => void) | null = null;
 
   constructor(private readonly o: SignalSweeperOptions) {
     const intervalMs = o.intervalMs ?? 1000;
+    const idleIntervalMs = o.idleIntervalMs ?? 10_000;
     this.batch = o.batch ?? 1000;
     this.loop = new PeriodicTask<SignalSweepResult>({
       clock: o.clock,
       run: () => this.runOnce(),
       nextDelay: (outcome) =>
-        signalSweepDelayMs(outcome.ok ? outcome.result.nextDeadlineMs : undefined, intervalMs),
+        signalSweepDelayMs(
+          outcome.ok ? outcome.result.nextDeadlineMs : undefined,
+          intervalMs,
+          idleIntervalMs,
+        ),
       onError: (error) => o.deps.events?.emit("error", { where: "signal sweep", error: toError(error) }),
     });
   }
@@ -85,13 +96,20 @@ export class SignalSweeper implements BackgroundService<SignalSweepResult> {
     return { timedOut, duplicates, nextDeadlineMs: await deps.store.nextWaitDeadlineMs() };
   }
 
-  /** Starts the loop (first sweep at once). Idempotent. */
+  /** Starts the loop (first sweep at once) and listens for this node's parked jobs. Idempotent. */
   start(): void {
     this.loop.start(0);
+    if (this.offWaiting === null && this.o.deps.events) {
+      this.offWaiting = this.o.deps.events.on("job:waiting", ({ timeoutMs }) => {
+        if (timeoutMs !== null) this.loop.wakeWithin(timeoutMs);
+      });
+    }
   }
 
   /** Stops the loop and waits for a sweep in progress. */
   async stop(): Promise<void> {
+    this.offWaiting?.();
+    this.offWaiting = null;
     await this.loop.stop();
   }
 }

@@ -43,6 +43,10 @@ export interface PeriodicTaskOptions<R> {
  */
 export class PeriodicTask<R> {
   private timer: TimerHandle | null = null;
+  /** When the scheduled pass runs (clock ms), while one is scheduled. */
+  private dueAtMs = 0;
+  /** The latest time the next pass may run, asked for while a pass was in flight (clock ms). */
+  private wakeByMs: number | null = null;
   private inFlight: Promise<void> | null = null;
   private active = false;
 
@@ -66,6 +70,21 @@ export class PeriodicTask<R> {
     this.schedule(0);
   }
 
+  /**
+   * Brings the next pass forward to at most `ms` from now; a pass already due sooner is left alone. Asked
+   * while a pass is in flight (which may have read the state before the caller's change), the wait that
+   * pass chooses is capped to the same time.
+   */
+  wakeWithin(ms: number): void {
+    if (!this.active) return;
+    const by = this.options.clock.now() + Math.max(0, ms);
+    if (this.inFlight || this.timer === null) {
+      this.wakeByMs = this.wakeByMs === null ? by : Math.min(this.wakeByMs, by);
+      return;
+    }
+    if (this.dueAtMs > by) this.schedule(ms);
+  }
+
   /** Stops the loop and waits for a pass in flight. */
   async stop(): Promise<void> {
     this.active = false;
@@ -76,6 +95,7 @@ export class PeriodicTask<R> {
 
   private schedule(ms: number): void {
     if (this.timer !== null) this.options.clock.clearTimeout(this.timer);
+    this.dueAtMs = this.options.clock.now() + Math.max(0, ms);
     this.timer = this.options.clock.setTimeout(
       () => {
         this.timer = null;
@@ -106,7 +126,12 @@ export class PeriodicTask<R> {
     } catch {
       delay = 1000;
     }
-    this.schedule(Number.isFinite(delay) ? delay : 1000);
+    if (!Number.isFinite(delay)) delay = 1000;
+    if (this.wakeByMs !== null) {
+      delay = Math.min(delay, this.wakeByMs - this.options.clock.now());
+      this.wakeByMs = null;
+    }
+    this.schedule(delay);
   }
 }
 

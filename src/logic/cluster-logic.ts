@@ -100,16 +100,24 @@ export function sweepReady(healthySinceMs: number | null, nowMs: number, thresho
 /**
  * The wait before the next signal-timeout sweep: until the next known deadline (at least 10 ms, so an
  * overdue one does not spin), never longer than `intervalMs`, so a wait parked by another node is seen
- * within it. A failed sweep (`nextDeadlineMs` undefined) waits the whole interval.
+ * within it. While no parked job has a deadline anywhere, `idleIntervalMs`: a node that parks one wakes
+ * its own sweep for that deadline, so only the deadline of a node that died meanwhile waits that long.
+ * A failed sweep (`nextDeadlineMs` undefined) waits `intervalMs`.
  *
  * @example
  * ```ts
- * signalSweepDelayMs(null, 1000); // 1000: no parked job has a deadline
- * signalSweepDelayMs(250.2, 1000); // 251
- * signalSweepDelayMs(-5, 1000); // 10: overdue
+ * signalSweepDelayMs(null, 1000, 10_000); // 10000: no parked job has a deadline
+ * signalSweepDelayMs(250.2, 1000, 10_000); // 251
+ * signalSweepDelayMs(-5, 1000, 10_000); // 10: overdue
+ * signalSweepDelayMs(undefined, 1000, 10_000); // 1000: the sweep failed
  * ```
  */
-export function signalSweepDelayMs(nextDeadlineMs: number | null | undefined, intervalMs: number): number {
-  if (nextDeadlineMs === null || nextDeadlineMs === undefined) return intervalMs;
+export function signalSweepDelayMs(
+  nextDeadlineMs: number | null | undefined,
+  intervalMs: number,
+  idleIntervalMs: number,
+): number {
+  if (nextDeadlineMs === undefined) return intervalMs;
+  if (nextDeadlineMs === null) return Math.max(intervalMs, idleIntervalMs);
   return Math.min(intervalMs, Math.max(10, Math.ceil(nextDeadlineMs)));
 }

@@ -93,6 +93,21 @@ describe("signals", () => {
     expect((await nodes[0]!.getJob(job.id))?.result).toBe(true);
   });
 
+  it("wakes an idle sweep for the deadline of a job its node parks", async () => {
+    // With no deadline parked anywhere the sweep waits its idle interval (10 s). Parking a job with a
+    // timeout brings this node's next sweep forward to the deadline, so the timeout fires well before
+    // the idle interval would end (the wait below gives up at 5 s).
+    nodes = await startNodes(schema, 1, (node) =>
+      node.register(
+        "idle-timebox",
+        async (_p: unknown, ctx) => (await ctx.waitForSignal({ timeoutMs: 200 })).timedOut,
+      ),
+    );
+    const timedOut = onAny(nodes, "job:signal-timeout", () => true, 5000);
+    const job = await nodes[0]!.enqueue("idle-timebox", {});
+    expect((await timedOut).jobId).toBe(job.id);
+  });
+
   it("parks again on a second wait in the same run, and each run gets its own signal", async () => {
     const steps: string[] = [];
     nodes = await startNodes(schema, 1, (node) =>

@@ -7,6 +7,49 @@ import type { RecurringResult } from "../../../src/cluster/recurring.js";
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("PeriodicTask", () => {
+  it("wakeWithin brings the next pass forward, never back, and caps the wait a pass in flight chooses", async () => {
+    const clock = new ManualClock(0);
+    const runs: number[] = [];
+    let release: (() => void) | null = null;
+    let hold = false;
+    const task = new PeriodicTask<void>({
+      clock,
+      run: async () => {
+        runs.push(clock.now());
+        if (hold) await new Promise<void>((r) => (release = r));
+      },
+      nextDelay: () => 10_000,
+      onError: () => {},
+    });
+    task.start(0);
+    clock.advance(0);
+    await flush();
+    expect(runs).toEqual([0]);
+    // Next pass due at 10,000: brought forward to 300.
+    task.wakeWithin(300);
+    clock.advance(300);
+    await flush();
+    expect(runs).toEqual([0, 300]);
+    // Due at 10,300; a wake asking for 20,000 leaves it there.
+    task.wakeWithin(20_000);
+    clock.advance(10_000);
+    await flush();
+    expect(runs).toEqual([0, 300, 10_300]);
+    // A wake while a pass is in flight caps the 10,000 that pass then chooses to 500 from the wake.
+    hold = true;
+    clock.advance(10_000);
+    await flush();
+    expect(runs).toEqual([0, 300, 10_300, 20_300]);
+    task.wakeWithin(500);
+    hold = false;
+    (release as unknown as () => void)();
+    await flush();
+    clock.advance(500);
+    await flush();
+    expect(runs).toEqual([0, 300, 10_300, 20_300, 20_800]);
+    await task.stop();
+  });
+
   it("runs, waits what nextDelay says, and survives failures", async () => {
     const clock = new ManualClock(0);
     const runs: number[] = [];

@@ -3,6 +3,7 @@ import {
   estimateClockSkew,
   heartbeatDelayMs,
   leaseDeadline,
+  signalSweepDelayMs,
   skewExceeded,
   sweepReady,
 } from "../../../src/logic/cluster-logic.js";
@@ -93,5 +94,21 @@ describe("sweepReady", () => {
     { healthySince: 0, now: 100_000, ready: true },
   ])("healthy since $healthySince at $now -> $ready", ({ healthySince, now, ready }) => {
     expect(sweepReady(healthySince, now, 15_000)).toBe(ready);
+  });
+});
+
+describe("signalSweepDelayMs", () => {
+  it.each([
+    ["no parked job has a deadline: the idle interval", null, 10_000],
+    ["the next deadline, rounded up", 250.2, 251],
+    ["an overdue deadline: 10 ms, not a spin", -5, 10],
+    ["a deadline beyond the interval: the interval", 5_000, 1000],
+    ["the sweep failed: the interval", undefined, 1000],
+  ] as [string, number | null | undefined, number][])("%s", (_name, next, expected) => {
+    expect(signalSweepDelayMs(next, 1000, 10_000)).toBe(expected);
+  });
+
+  it("never idles shorter than the interval", () => {
+    expect(signalSweepDelayMs(null, 1000, 200)).toBe(1000);
   });
 });
