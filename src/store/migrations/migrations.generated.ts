@@ -1472,20 +1472,11 @@ BEGIN
   -- key's jobs run. That check is read without the key's lock: it only chooses the window (a key at its
   -- limit or with nothing due takes no place in it); the claim decides again under the lock. The
   -- recursive scan is read lazily and stops once the window is full. OFFSET 0 keeps each step's probes
-  -- subqueries of their own: flattened, a probe ran again for every reference to its result.
+  -- subqueries of their own: flattened, a probe ran again for every reference to its result. The walk
+  -- starts from a seed row that is not a key of the window (n = 0): p_after, or '' (which sorts before
+  -- every key; keys are never empty).
   WITH RECURSIVE k(key, wrapped, n) AS (
-    SELECT b.key, b.wrapped, 1
-    FROM (SELECT (SELECT j.concurrency_key FROM {{schema}}.scheduler_job_queue j
-                  WHERE j.status = 'PENDING' AND j.concurrency_key IS NOT NULL
-                    AND j.concurrency_key > coalesce(p_after, '')
-                  ORDER BY j.concurrency_key LIMIT 1) AS key OFFSET 0) a
-    CROSS JOIN LATERAL (
-      SELECT coalesce(a.key, CASE WHEN p_after IS NOT NULL THEN
-               (SELECT j.concurrency_key FROM {{schema}}.scheduler_job_queue j
-                WHERE j.status = 'PENDING' AND j.concurrency_key IS NOT NULL
-                ORDER BY j.concurrency_key LIMIT 1) END) AS key,
-             a.key IS NULL AS wrapped OFFSET 0) b
-    WHERE b.key IS NOT NULL
+    SELECT coalesce(p_after, ''), false, 0
     UNION ALL
     SELECT nx.key, nx.wrapped, k.n + 1
     FROM k
@@ -1511,8 +1502,9 @@ BEGIN
       ORDER BY j.priority DESC, j.scheduled_time, j.id
       LIMIT 1
     ) f
-    WHERE f.lim IS NULL OR (SELECT coalesce(sum(d.delta), 0) FROM {{schema}}.scheduler_concurrency_running d
-                            WHERE d.concurrency_key = k.key) < f.lim
+    WHERE k.n > 0
+      AND (f.lim IS NULL OR (SELECT coalesce(sum(d.delta), 0) FROM {{schema}}.scheduler_concurrency_running d
+                             WHERE d.concurrency_key = k.key) < f.lim)
     LIMIT w
   ) s;
   IF cardinality(ks) = 0 THEN
