@@ -12,6 +12,10 @@
  * rows it must step over), and unkeyed work that appears meanwhile still gets its turn within `recheckMs`,
  * or at once when its enqueue wakes the node.
  *
+ * While no keyed row was live at the last look, a poll woken for new work sends the unkeyed claim alone
+ * when it finds jobs, and the keyed look follows at the next poll: a wakeup's jobs then start after one
+ * statement, not two.
+ *
  * The keyed claim reads a window of keys after the key its previous claim stopped at (migration 0013), so
  * this claimer keeps that key: across polls the window goes round every key with due work.
  */
@@ -49,6 +53,8 @@ export class KeyedClaimer implements Claimer {
   /** Until when the unkeyed claim is not sent: its last answer was empty while keyed rows were live. */
   private unkeyedQuietUntilMs = 0;
   private unkeyedSkipped = 0;
+  /** A poll returned unkeyed jobs without looking at keyed rows: the next poll looks. */
+  private keyedOwed = false;
   /** Where the next keyed claim's window starts. */
   private afterKey: string | null = null;
 
@@ -69,7 +75,6 @@ export class KeyedClaimer implements Claimer {
       this.unkeyedSkipped++;
       return this.keyed(limit, types);
     }
-    this.keyedFirst = now < this.keyedFirstUntilMs || !this.keyedFirst;
     const unkeyed = async (room: number): Promise<ClaimedJob[]> => {
       const jobs = await this.inner.claim(room, types, dueLevels);
       const until = this.o.clock.now() + (this.o.recheckMs ?? 1000);
@@ -77,6 +82,19 @@ export class KeyedClaimer implements Claimer {
       this.unkeyedQuietUntilMs = jobs.length === 0 && this.keyedLive ? until : 0;
       return jobs;
     };
+    if (!this.keyedLive && !this.keyedOwed) {
+      // No keyed row was live at the last look, so the work that woke this poll most likely carries no
+      // key: its jobs start now, without waiting for a keyed statement (that wait was most of a wakeup's
+      // pickup time), and the next poll looks at keyed rows.
+      const jobs = await unkeyed(limit);
+      if (jobs.length > 0) {
+        this.keyedOwed = true;
+        return jobs;
+      }
+      return this.keyed(limit, types);
+    }
+    this.keyedOwed = false;
+    this.keyedFirst = now < this.keyedFirstUntilMs || !this.keyedFirst;
     const [first, second] = this.keyedFirst
       ? [() => this.keyed(limit, types), unkeyed]
       : [() => unkeyed(limit), (room: number) => this.keyed(room, types)];

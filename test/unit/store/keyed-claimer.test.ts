@@ -96,3 +96,49 @@ describe("KeyedClaimer while every due job carries a key", () => {
     expect(plainCalls).toBe(3);
   });
 });
+
+describe("KeyedClaimer while no keyed row is live", () => {
+  it("returns a wakeup's unkeyed jobs after one statement, and looks at keyed rows at the next poll", async () => {
+    const clock = new ManualClock(0);
+    const calls: string[] = [];
+    let plain: ClaimedJob[] = [];
+    const inner = {
+      claim: async () => {
+        calls.push("plain");
+        return plain;
+      },
+      onWakeup: () => {},
+      describe: () => ({}),
+    } as unknown as Claimer;
+    const c = new KeyedClaimer(inner, {
+      claimKeyed: async () => {
+        calls.push("keyed");
+        return { jobs: [], keyed: false, nextKey: null };
+      },
+      nodeId: "n",
+      boostIntervalMs: 0,
+      withPayload: true,
+      clock,
+      recheckMs: 1000,
+    });
+    // The first poll looks at both and learns that no keyed row is live.
+    await c.claim(10, ["t"]);
+    expect(calls).toEqual(["keyed", "plain"]);
+    // A wakeup (an enqueue) with unkeyed work: one statement, its jobs returned at once.
+    calls.length = 0;
+    plain = [job("p1")];
+    c.onWakeup();
+    expect((await c.claim(10, ["t"])).map((j) => j.id)).toEqual(["p1"]);
+    expect(calls).toEqual(["plain"]);
+    // The next poll owes the keyed look.
+    calls.length = 0;
+    plain = [];
+    await c.claim(10, ["t"]);
+    expect(calls).toContain("keyed");
+    // A wakeup whose work the unkeyed claim does not find (keyed work): the keyed claim follows at once.
+    calls.length = 0;
+    c.onWakeup();
+    await c.claim(10, ["t"]);
+    expect(calls).toEqual(["plain", "keyed"]);
+  });
+});
