@@ -5,12 +5,12 @@
 --
 -- Why a second claim function: 0011's pawl_claim_keyed visits every key with PENDING rows on every claim
 -- and decides row by row in PL/pgSQL, so with 1,000 keys a claim of 10 jobs read 1,000 keys and 2,000
--- candidate rows, and keyed jobs ran at 0.4x the rate of unkeyed ones. This one reads a window of at most
--- ceil(limit / 4) keys (at most 64), starting after the key the node's previous keyed claim stopped at (p_after) and
--- wrapping around, and decides the whole window in one statement. Round robin across keys therefore
--- happens across claims: each claim serves the next keys in turn. 0011's function becomes a call of this
--- one without a cursor (its window is then always the first keys), so a node that still calls it enforces
--- the same limits under the same locks: one claim path in the database.
+-- candidate rows, and keyed jobs ran at 0.4x the rate of unkeyed ones. This one reads a window of
+-- ceil(limit / 4) keys (at most 64), starting after the key the node's previous keyed claim stopped at
+-- (p_after) and wrapping around, and decides the whole window in one statement. Round robin across keys
+-- therefore happens across claims: each claim serves the next keys in turn. 0011's function becomes a
+-- call of this one without a cursor (its window is then always the first keys), so a node that still
+-- calls it enforces the same limits under the same locks: one claim path in the database.
 --
 -- Only jobs with a limit count (a change of 0011's rule): a job without a limit neither waits for a slot
 -- nor takes one. 0011 counted every leased keyed row, so a key used only for fairness paid a trigger call
@@ -46,7 +46,7 @@
 CREATE FUNCTION {{schema}}.pawl_claim_keys(p_limit integer, p_node text, p_types text[], p_boost_ms bigint,
                                            p_queue text, p_now timestamptz, p_after text)
 RETURNS TABLE (claimed_job {{schema}}.scheduler_job_queue, claim_next_key text)
-LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   t_now constant timestamptz := coalesce(p_now, now());
   -- Keys per claim: each costs a probe of the keyed index and a look at its first row, so a claim reads a
@@ -154,7 +154,8 @@ BEGIN
       -- claim takes before it (rows without a limit take no slot).
       SELECT c.key, c.id, c.round, c.effective, c.scheduled_time,
              c.lim IS NULL OR coalesce(n.running, 0) + count(c.lim) OVER (
-               PARTITION BY c.key ORDER BY c.round ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) < c.lim AS fit
+               PARTITION BY c.key ORDER BY c.round
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) < c.lim AS fit
       FROM cand c LEFT JOIN counts n ON n.key = c.key
     ),
     allowed AS (
@@ -204,7 +205,8 @@ CREATE OR REPLACE FUNCTION {{schema}}.pawl_claim_keyed(p_limit integer, p_node t
                                                        p_boost_ms bigint, p_queue text, p_now timestamptz)
 RETURNS SETOF {{schema}}.scheduler_job_queue
 LANGUAGE sql VOLATILE AS $$
-  SELECT (c.claimed_job).* FROM {{schema}}.pawl_claim_keys(p_limit, p_node, p_types, p_boost_ms, p_queue, p_now, NULL) c
+  SELECT (c.claimed_job).*
+  FROM {{schema}}.pawl_claim_keys(p_limit, p_node, p_types, p_boost_ms, p_queue, p_now, NULL) c
   WHERE (c.claimed_job).id IS NOT NULL
 $$;
 
