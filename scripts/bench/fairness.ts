@@ -37,13 +37,18 @@ export type ThroughputVariant = "previous release, no keys" | "no keys" | "1,000
 type CreatePawl = typeof createPawl;
 
 let seq = 0;
-async function schemaNode(url: string, n = 1, concurrency = 10): Promise<{ nodes: Pawl[]; schema: string }> {
+async function schemaNode(
+  url: string,
+  n = 1,
+  concurrency = 10,
+  create: CreatePawl = createPawl,
+): Promise<{ nodes: Pawl[]; schema: string }> {
   const schema = `fair_${process.pid}_${seq++}`;
-  const admin = createPawl({ connectionString: url, schema });
+  const admin = create({ connectionString: url, schema });
   await admin.migrate();
   await admin.close();
   const nodes = Array.from({ length: n }, (_, i) =>
-    createPawl({ connectionString: url, schema, nodeId: `${schema}-${i}`, concurrency }),
+    create({ connectionString: url, schema, nodeId: `${schema}-${i}`, concurrency }),
   );
   return { nodes, schema };
 }
@@ -189,11 +194,8 @@ async function critical(url: string): Promise<{ pickupMs: number }> {
 }
 
 async function throughput(url: string, create: CreatePawl, keys: boolean): Promise<number> {
-  const schema = `fair_${process.pid}_${seq++}`;
-  const admin = create({ connectionString: url, schema });
-  await admin.migrate();
-  await admin.close();
-  const node = create({ connectionString: url, schema, nodeId: schema, concurrency: 10 });
+  const { nodes, schema } = await schemaNode(url, 1, 10, create);
+  const node = nodes[0]!;
   let done = 0;
   let finished: () => void = () => {};
   const all = new Promise<void>((r) => (finished = r));
@@ -208,7 +210,7 @@ async function throughput(url: string, create: CreatePawl, keys: boolean): Promi
   await node.start();
   await all;
   const s = (Date.now() - t0) / 1000;
-  await drop(url, schema, [node]);
+  await drop(url, schema, nodes);
   return Math.round(20_000 / s);
 }
 
