@@ -19,10 +19,13 @@ export interface FairRank {
 
 interface Level<T> {
   priority: number;
-  /** Keys with waiting items, in rotation order. */
-  ring: (string | null)[];
+  /**
+   * Keys with waiting items, the key whose turn is next at the front. A served key that still has items
+   * goes to the back, and so does a key that starts waiting (new, or back after it emptied): round robin,
+   * where no key can take a second turn while another key that was waiting has not had one.
+   */
+  turns: Fifo<string | null>;
   queues: Map<string | null, Fifo<T>>;
-  next: number;
 }
 
 /** The buffer; see the module comment. */
@@ -45,14 +48,14 @@ export class FairBuffer<T> {
     if (i === -1) i = this.levels.length;
     let level = this.levels[i];
     if (!level || level.priority !== priority) {
-      level = { priority, ring: [], queues: new Map(), next: 0 };
+      level = { priority, turns: new Fifo(), queues: new Map() };
       this.levels.splice(i, 0, level);
     }
     let q = level.queues.get(key);
     if (!q) {
       q = new Fifo<T>();
       level.queues.set(key, q);
-      level.ring.push(key);
+      level.turns.push(key);
     }
     q.push(item);
     this.count++;
@@ -62,18 +65,14 @@ export class FairBuffer<T> {
   shift(): T | undefined {
     const level = this.levels[0];
     if (!level) return undefined;
-    const at = level.next % level.ring.length;
-    const key = level.ring[at] as string | null;
+    const key = level.turns.shift() as string | null;
     const q = level.queues.get(key) as Fifo<T>;
     const item = q.shift();
     this.count--;
-    if (q.size === 0) {
+    if (q.size > 0) level.turns.push(key);
+    else {
       level.queues.delete(key);
-      level.ring.splice(at, 1);
-      level.next = at;
-      if (level.ring.length === 0) this.levels.shift();
-    } else {
-      level.next = at + 1;
+      if (level.turns.size === 0) this.levels.shift();
     }
     return item;
   }
