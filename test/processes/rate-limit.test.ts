@@ -7,7 +7,9 @@
  * - the ten seconds from the first start hold at most 500 starts (ten windows), and, so the limit is not
  *   met by starving, at least 150 (a liveness floor, generous for a loaded machine);
  * - every rated job succeeds with one attempt (a refusal uses none);
- * - unlimited `work` jobs enqueued alongside drain about as fast as the same work alone.
+ * - unlimited `work` jobs enqueued alongside are not held behind the rated backlog: the last of them
+ *   finishes before the last rated job starts (the rated backlog takes 14 s by the limit itself, the
+ *   work about a second alone), whatever the machine's load.
  * The handlers' own start times are compared with the recorded ones: that difference (admission to
  * start) is what separates the exact bound in database time from what a handler sees, and is printed.
  */
@@ -122,6 +124,12 @@ describe("rate limits across three node processes", () => {
         .flatMap((p) => p.stdout.filter((l) => l.includes('"event":"rate-limited"')))
         .map((l) => JSON.parse(l) as { local: number; store: number })
         .reduce((a, b) => ({ local: a.local + b.local, store: a.store + b.store }), { local: 0, store: 0 });
+      const { rows: order } = await pool.query<{ lastWork: number; lastRatedStart: number }>(
+        `SELECT (SELECT extract(epoch FROM max(finished_at)) * 1000 FROM "${schema}".scheduler_job_all
+                 WHERE type = 'work')::float8 AS "lastWork",
+                (SELECT extract(epoch FROM max(started_at)) * 1000 FROM "${schema}".rate_audit)::float8
+                  AS "lastRatedStart"`,
+      );
       const perNode = await pool.query<{ node_id: string; n: number }>(
         `SELECT node_id, count(*)::int AS n FROM "${schema}".rate_runs GROUP BY node_id ORDER BY node_id`,
       );
@@ -140,6 +148,7 @@ describe("rate limits across three node processes", () => {
           refusals: refused,
           workAloneMs: aloneMs,
           workBesideRatedMs: besideMs,
+          lastWorkBeforeLastRatedStartMs: order[0]!.lastRatedStart - order[0]!.lastWork,
         }),
       );
 
@@ -155,10 +164,11 @@ describe("rate limits across three node processes", () => {
       expect(inTenSeconds).toBeGreaterThanOrEqual(3 * limit);
       // Each refusal pushes its job to a later slot: a bounded number of them per job, no hot loop.
       expect(refused.local + refused.store).toBeLessThan(10 * rated);
-      // Unlimited work beside the rated backlog: about the speed of the same work alone, never held behind
-      // it (generous, for a loaded machine: 0.8 s beside vs 1.3 s alone when quiet, 12.3 s vs 5.0 s at a
-      // load of 12, when the refusals' writes compete with it for the database).
-      expect(besideMs).toBeLessThan(Math.max(4 * aloneMs, aloneMs + 5000));
+      // Unlimited work beside the rated backlog is not held behind it: all of it finishes while rated jobs
+      // still wait for their slots. Database times, not a wall-clock bound: beside took 0.8 s against 1.3 s
+      // alone when quiet, but 6.5 s against 1.1 s (and 12.3 s against 5.0 s) under a loaded suite, so a
+      // ratio bound failed on load alone; the rated backlog takes 14 s at the limit whatever the load.
+      expect(order[0]!.lastWork).toBeLessThan(order[0]!.lastRatedStart);
     });
   }, 180_000);
 });
