@@ -43,6 +43,19 @@ const headsSql = (from: string) => `(
 
 const claimedPositionColumn = `, ${usOf("j.scheduled_time")}::text AS st_us`;
 
+/**
+ * The statements' final SELECT: one row per claimed job (or one row of nulls when none was claimed), the
+ * `meta` CTE's columns on the first row only. Repeated on every row, the floored pass's window (up to 532
+ * rows of JSON) was sent and parsed once per claimed job: under a steady stream of enqueues, where every
+ * wakeup runs a floored pass that claims hundreds of jobs, the node spent its time parsing copies of it
+ * (pickup p50 1.9 s at a quarter of the drain rate, against 5 ms for the classic claim).
+ */
+function metaOnFirstRowSql(metaColumns: readonly string[]): string {
+  const cols = metaColumns.map((c) => `CASE WHEN c.meta_row IS NOT FALSE THEN m.${c} END AS ${c}`);
+  return `SELECT ${cols.join(", ")}, c.*
+    FROM meta m LEFT JOIN (SELECT cl.*, row_number() OVER () = 1 AS meta_row FROM claimed cl) c ON true`;
+}
+
 /** What the floored pass adds to the seek claim's statement (see {@link seekMergeSql}). */
 interface SeekMergeParts {
   /** CTEs placed before the seek's, each followed by a comma. */
@@ -51,8 +64,8 @@ interface SeekMergeParts {
   pickIds: string;
   /** Extra columns of the meta row, each `, expr AS name`. */
   meta: string;
-  /** The same columns as read from the meta row `m`, each `, m.name`. */
-  metaOut: string;
+  /** The names of those columns. */
+  metaColumns: readonly string[];
 }
 
 /**
@@ -98,7 +111,7 @@ function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): strin
     meta AS (
       SELECT ${usOf(now)}::text AS now_us, ${headsSql("seek")} AS heads${x.meta}
     )
-    SELECT m.now_us, m.heads${x.metaOut}, c.* FROM meta m LEFT JOIN claimed c ON true`;
+    ${metaOnFirstRowSql(["now_us", "heads", ...x.metaColumns])}`;
 }
 
 /**
@@ -109,7 +122,7 @@ function seekMergeSql(t: Tables, withPayload: boolean, x: SeekMergeParts): strin
  */
 export function seekClaimSql(t: Tables, withPayload: boolean): string {
   // No picks: only the floored pass locks rows by id (its window's best).
-  return seekMergeSql(t, withPayload, { prelude: "", pickIds: "'{}'::bigint[]", meta: "", metaOut: "" });
+  return seekMergeSql(t, withPayload, { prelude: "", pickIds: "'{}'::bigint[]", meta: "", metaColumns: [] });
 }
 
 /** How many of the newest rows above the id floor the floored pass's window reads besides the oldest. */
@@ -150,7 +163,7 @@ export function flooredClaimSql(t: Tables, withPayload: boolean): string {
     prelude,
     pickIds: "ARRAY(SELECT id FROM win_picks)",
     meta: `, ${windowRows} AS window_rows`,
-    metaOut: ", m.window_rows",
+    metaColumns: ["window_rows"],
   });
 }
 
@@ -168,7 +181,7 @@ export function fullPassSql(t: Tables, withPayload: boolean): string {
              (SELECT coalesce(array_agg(p), '{}') FROM levels WHERE p IS NOT NULL) AS levels,
              (SELECT max(id) FROM ${t.jobs})::text AS high_id
     )
-    SELECT m.now_us, m.heads, m.levels, m.high_id, c.* FROM meta m LEFT JOIN claimed c ON true`;
+    ${metaOnFirstRowSql(["now_us", "heads", "levels", "high_id"])}`;
 }
 
 type Stmt = ReturnType<typeof named>;
@@ -224,8 +237,11 @@ type MetaRow = Partial<ClaimRow> & {
   window_rows?: { id: string; p: number; us: string }[];
 };
 
+/** The row that carries the meta columns (see {@link metaOnFirstRowSql}). */
+const metaRow = (rows: MetaRow[]): MetaRow | undefined => rows.find((r) => r.now_us != null);
+
 function readResult(rows: MetaRow[], withPayload: boolean): CursorClaimResult {
-  const first = rows[0];
+  const first = metaRow(rows);
   if (!first) throw new Error("pawl: a cursor claim statement returned no meta row");
   const heads = new Map<number, Position>(
     first.heads.map((h) => [h.p, { us: BigInt(h.us), id: BigInt(h.id) }]),
@@ -285,7 +301,7 @@ export async function fullPassClaim(
     withClaimRowTypes((args.withPayload ? s.fullFull : s.fullLight)(claimValues(args))),
   );
   const base = readResult(res.rows, args.withPayload);
-  const first = res.rows[0];
+  const first = metaRow(res.rows);
   return {
     ...base,
     highId: first?.high_id != null ? BigInt(first.high_id) : null,
@@ -321,7 +337,7 @@ export async function flooredClaim(
       ]),
     ),
   );
-  const rows = res.rows[0]?.window_rows ?? [];
+  const rows = metaRow(res.rows)?.window_rows ?? [];
   return {
     ...readResult(res.rows, args.withPayload),
     window: rows.map((r) => ({ id: BigInt(r.id), priority: r.p, us: BigInt(r.us) })),

@@ -145,6 +145,46 @@ describe("claim cursors", () => {
     expect([woke.kind, ids(woke.jobs)]).toEqual(["floored", [fresh?.id]]);
   });
 
+  it("sends each statement's meta columns (window, heads, levels) on one row, not on every claimed job's", async () => {
+    await reset();
+    await raw.enqueue(Array.from({ length: 40 }, (_, i) => job(10, T0 + i)));
+    // Record the rows each statement returned, through a pool that keeps them.
+    const results: pg.QueryResult[] = [];
+    const keeping = new Proxy(pool, {
+      get(target, prop, receiver) {
+        if (prop === "query") {
+          return async (config: pg.QueryConfig, values?: unknown[]) => {
+            const r = await target.query(config, values);
+            results.push(r);
+            return r;
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const c = new CursorClaimer({
+      store: new JobStore(keeping, schema),
+      nodeId: "n",
+      boostIntervalMs: 0,
+      withPayload: false,
+      clock: new ManualClock(0),
+      random: () => 0,
+    });
+    const full = await c.poll(10, ["a"]);
+    c.onWakeup();
+    const floored = await c.poll(10, ["a"]);
+    expect([full.kind, full.jobs.length, floored.kind, floored.jobs.length]).toEqual(["full", 10, "floored", 10]);
+    const [fullRows, flooredRows] = results.map((r) => r.rows as Record<string, unknown>[]);
+    expect(fullRows).toHaveLength(10);
+    expect(fullRows!.filter((r) => r.heads != null || r.levels != null || r.now_us != null)).toHaveLength(1);
+    expect(flooredRows).toHaveLength(10);
+    expect(flooredRows!.filter((r) => r.window_rows != null || r.heads != null)).toHaveLength(1);
+    // The window (the 30 rows left, as read before this claim) still reaches the cursors.
+    const lastClaimed = flooredRows!.map((r) => BigInt(String(r.id))).reduce((a, b) => (b > a ? b : a));
+    expect(c.state.highWater).toBe(lastClaimed + 20n);
+  });
+
   it("claims the floored pass in one statement, picking what pickWindow picks (age boost across levels)", async () => {
     await reset();
     const interval = 15 * 60_000;
