@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --curves [--axes backlog,finished,processes,payload,queues,idle] [--plots docs/plots]`: how
+ * `npm run bench -- --curves [--axes backlog,finished,processes,payload,queues,load,idle] [--plots docs/plots]`: how
  * pawl's rate moves as the tables grow, beside graphile-worker tuned where it has the same axis, in one
  * run. Each point runs in its own process (curve-drain.ts, idle-cost.ts) on the bench database:
  *
@@ -11,6 +11,8 @@
  * - payload: 20,000 jobs of 100 B and 10 kB (pawl, graphile-worker);
  * - queues: 20,000 jobs spread over 1, 100 and 10,000 queues (pawl; a named queue in graphile-worker runs
  *   one job at a time, a different thing);
+ * - load: pickup (enqueue to handler start) at 25%, 50% and 75% of the system's own maximum drain rate,
+ *   measured in the same process just before (pawl, graphile-worker; loaded-pickup.ts);
  * - idle: transactions per second and database CPU per idle node, at 1, 10 and 100 nodes, without and with
  *   the postgres coordinator (100 nodes share pools; this server's max_connections is 100).
  *
@@ -21,6 +23,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CurveDrainInput, CurveDrainResult } from "./curve-drain.js";
 import type { IdleCostInput, IdleCostResult } from "./idle-cost.js";
+import type { LoadedPickupInput, LoadedPickupResult } from "./loaded-pickup.js";
 import { runChild } from "./lib/child.js";
 import { databaseName } from "./lib/common.js";
 import { renderLineChart, shortNumber, type Series } from "./lib/svg-plot.js";
@@ -28,11 +31,11 @@ import { int, ratio, renderTable } from "./lib/table.js";
 import type { SystemName } from "./systems/types.js";
 
 /** The axes a curves run can measure. */
-export const CURVE_AXES = ["backlog", "finished", "processes", "payload", "queues", "idle"] as const;
+export const CURVE_AXES = ["backlog", "finished", "processes", "payload", "queues", "load", "idle"] as const;
 export type CurveAxis = (typeof CURVE_AXES)[number];
 
 interface Axis {
-  name: Exclude<CurveAxis, "idle">;
+  name: Exclude<CurveAxis, "idle" | "load">;
   title: string;
   xLabel: string;
   xLog: boolean;
@@ -108,12 +111,95 @@ export interface IdlePoint {
   result: IdleCostResult | { skipped: string };
 }
 
+/** The shares of the maximum the load axis offers. */
+const LOADS = [0.25, 0.5, 0.75];
+
+/** Runs the load axis: one child per system, each finding its own maximum first. */
+async function loadAxis(
+  url: string,
+  plotsDir: string | undefined,
+): Promise<{ system: SystemName; result: LoadedPickupResult }[]> {
+  const database = databaseName(url);
+  const out: { system: SystemName; result: LoadedPickupResult }[] = [];
+  for (const system of ["pawl", "graphile-tuned"] as const) {
+    process.stderr.write(`curves: load ${LOADS.join(", ")} of the maximum, ${system}\n`);
+    const input: LoadedPickupInput = {
+      system,
+      url,
+      concurrency: 10,
+      maxJobs: 20_000,
+      loads: LOADS,
+      seconds: 10,
+      warmupSeconds: 2,
+      tickMs: 10,
+    };
+    out.push({ system, result: await runChild<LoadedPickupResult>("loaded-pickup.ts", input, { database }) });
+  }
+  console.log("\nPickup under load (enqueue call to handler start, bulk enqueues every 10 ms, 10 s each, the first 2 s not sampled)");
+  console.log(
+    renderTable(
+      [
+        "system",
+        "maximum jobs/s",
+        "load",
+        "offered/s",
+        "achieved/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "run twice",
+        "other load",
+      ],
+      out.flatMap(({ system, result }) =>
+        result.points.map((p) => [
+          system,
+          int(result.maxPerSecond),
+          `${Math.round(p.load * 100)}%`,
+          int(p.offeredPerSecond),
+          int(p.achievedPerSecond),
+          p.p50.toFixed(1),
+          p.p90.toFixed(1),
+          p.p99.toFixed(1),
+          p.max.toFixed(1),
+          String(p.duplicates),
+          `${Math.round(p.otherLoadPct)}%`,
+        ]),
+      ),
+    ),
+  );
+  if (plotsDir) {
+    const series: Series[] = out.flatMap(({ system, result }) =>
+      (["p50", "p99"] as const).map((q) => ({
+        name: `${system} ${q}`,
+        points: result.points.map((p) => [p.load * 100, p[q]] as const),
+      })),
+    );
+    mkdirSync(plotsDir, { recursive: true });
+    writeFileSync(
+      join(plotsDir, "curve-load.svg"),
+      renderLineChart({
+        title: "Pickup under load",
+        xLabel: "% of the system's maximum drain rate",
+        yLabel: "ms from enqueue to handler start",
+        xLog: false,
+        series,
+      }),
+    );
+  }
+  return out;
+}
+
 /** Runs the chosen axes on `url` and prints their tables; returns every point for --json-out. */
 export async function runCurves(
   url: string,
   axes: readonly CurveAxis[],
   plotsDir: string | undefined,
-): Promise<{ points: CurvePoint[]; idle: IdlePoint[] }> {
+): Promise<{
+  points: CurvePoint[];
+  load: { system: SystemName; result: LoadedPickupResult }[];
+  idle: IdlePoint[];
+}> {
   const database = databaseName(url);
   const points: CurvePoint[] = [];
   for (const axis of AXES.filter((a) => axes.includes(a.name))) {
@@ -174,6 +260,7 @@ export async function runCurves(
       );
     }
   }
+  const load = axes.includes("load") ? await loadAxis(url, plotsDir) : [];
   const idle: IdlePoint[] = [];
   if (axes.includes("idle")) {
     for (const coordinator of ["none", "postgres"] as const) {
@@ -221,5 +308,5 @@ export async function runCurves(
       ),
     );
   }
-  return { points, idle };
+  return { points, load, idle };
 }

@@ -11,7 +11,7 @@
  *             --latency [--coordinator none|postgres|amqp|hazelcast[,...]]   two processes (issue 4);
  *                                                                           default coordinator: postgres
  *             --soak [--soak-jobs 1000000] [--soak-chunk 50000]             memory of a 1M-job drain
- *             --curves [--axes backlog,finished,processes,payload,queues,idle] [--plots docs/plots]
+ *             --curves [--axes backlog,finished,processes,payload,queues,load,idle] [--plots docs/plots]
  *                                         rate against the due backlog, finished rows, payload size and
  *                                         queues (beside graphile-worker tuned where it has the axis), and
  *                                         the idle cost per node; SVG plots into --plots (curves.ts)
