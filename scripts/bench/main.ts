@@ -18,6 +18,10 @@
  *             --fairness                  concurrency keys (issue 27): noisy neighbour, a limit of 3 on two
  *                                         nodes, 1,000 keys, a critical job behind a backlog, throughput
  *                                         with and without keys (fairness.ts)
+ *             --primaries URL             one database per group of queues (issue 28): 40,000 jobs on one
+ *                                         primary (one node, two nodes) against 20,000 on each of two, a
+ *                                         node bound to each; URL is the second primary's bench database
+ *                                         (two-primaries.ts; docs/scaling.md says how to start one)
  *             --graveyard                 idle-poll and claim cost over 200,000 dead tuples, with and
  *                                         without claim cursors (database pawl_graveyard, or
  *                                         GRAVEYARD_DATABASE_URL)
@@ -77,6 +81,7 @@ const { values: flags } = parseArgs({
     graveyard: { type: "boolean", default: false },
     fairness: { type: "boolean", default: false },
     curves: { type: "boolean", default: false },
+    primaries: { type: "string" },
     axes: { type: "string" },
     plots: { type: "string" },
     jobs: { type: "string" },
@@ -122,6 +127,16 @@ if (flags.graveyard) {
     ...(flags.json ? { log: () => {} } : {}),
   });
   if (flags.json) console.log(JSON.stringify(result, null, 2));
+  process.exit(0);
+}
+
+if (flags.primaries !== undefined) {
+  const url = benchDatabaseUrl(flags["database-url"]);
+  await ensureDatabase(url);
+  await ensureDatabase(flags.primaries);
+  const { runTwoPrimaries } = await import("./two-primaries-run.js");
+  const result = await runTwoPrimaries([url, flags.primaries], Number(flags.runs));
+  if (flags["json-out"]) writeFileSync(flags["json-out"], JSON.stringify(result, null, 2));
   process.exit(0);
 }
 
