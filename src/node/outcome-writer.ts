@@ -84,6 +84,9 @@ const maxProgressMemory = 10_000;
 export class OutcomeWriter implements OutcomeSink {
   private queues: Queues = empty();
   private size = 0;
+  /** Outcomes in the flush being written. */
+  private inFlight = 0;
+  private flushed: (() => void) | null = null;
   private timer: TimerHandle | null = null;
   private flushing: Promise<void> | null = null;
   private failures = 0;
@@ -108,6 +111,20 @@ export class OutcomeWriter implements OutcomeSink {
   /** Outcomes waiting to be written. */
   get pending(): number {
     return this.size;
+  }
+
+  /**
+   * Outcomes not written yet: waiting, and in the flush being written. Each is a job this node still
+   * holds a lease on although its handler has ended; the runtime stops claiming while there are many
+   * (see `NodeRuntime.room`).
+   */
+  get backlog(): number {
+    return this.size + this.inFlight;
+  }
+
+  /** Calls `fn` after every flush (the runtime resumes claiming once the backlog is down). */
+  whenFlushed(fn: () => void): void {
+    this.flushed = fn;
   }
 
   /**
@@ -200,6 +217,8 @@ export class OutcomeWriter implements OutcomeSink {
       this.timer = null;
       this.flushing = this.flush().finally(() => {
         this.flushing = null;
+        this.inFlight = 0;
+        this.flushed?.();
         if (this.size > 0 || this.progressReady.size > 0)
           this.schedule(this.failures > 0 ? this.retryDelay() : 0);
         else for (const resolve of this.idle.splice(0)) resolve();
@@ -211,10 +230,23 @@ export class OutcomeWriter implements OutcomeSink {
     return backoffDelayMs(this.failures, { baseMs: 100, factor: 2, maxMs: 5000, jitter: 0 });
   }
 
+  /**
+   * Takes at most `maxBatch` outcomes of each kind off the queues, oldest first. One statement stays
+   * bounded however far the writes fell behind: a flush of everything queued once carried 100,000 ids.
+   */
+  private take(): Queues {
+    const q = empty();
+    for (const kind of kinds) {
+      const taken = (this.queues[kind] as Entry[]).splice(0, this.maxBatch);
+      (q[kind] as Entry[]).push(...taken);
+      this.size -= taken.length;
+      this.inFlight += taken.length;
+    }
+    return q;
+  }
+
   private async flush(): Promise<void> {
-    const q = this.queues;
-    this.queues = empty();
-    this.size = 0;
+    const q = this.take();
     const progressError = await this.writeProgress();
     if (progressError !== null) {
       // Outcomes wait for the progress ahead of them (see the module comment), so they go back too.

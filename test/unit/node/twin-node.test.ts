@@ -10,7 +10,7 @@ import { ManualClock } from "../../../src/core/clock.js";
 import { buildNewJob } from "../../../src/input/enqueue-input.js";
 import { PawlEventEmitter } from "../../../src/core/events.js";
 import { silentLogger } from "../../../src/core/logger.js";
-import { NodeRuntime } from "../../../src/node/node-runtime.js";
+import { NodeRuntime, outcomeBacklogLimit } from "../../../src/node/node-runtime.js";
 import { resolveJobType, type Handler } from "../../../src/node/registry.js";
 import { resolveRuntimeOptions } from "../../../src/input/runtime-config.js";
 import type { ClaimArgs, ClaimedJob } from "../../../src/store/claim/claim-jobs.js";
@@ -235,4 +235,37 @@ describe("NodeRuntime on the in-memory store", () => {
       expect(started.map((id) => store.jobs.get(id)?.status)).toEqual(["RUNNING", "RUNNING"]);
     });
   }
+
+  it("stops claiming while its outcome writes are behind, writes them at most 1,000 per statement, then resumes", async () => {
+    const store = new InMemoryJobStore(clock);
+    await seed(store, 6000);
+    const complete = store.complete.bind(store);
+    const batches: number[] = [];
+    let letGo: () => void = () => {};
+    const gate = new Promise<void>((r) => (letGo = r)); // writes hang until the test lets go
+    store.complete = async (nodeId, items) => {
+      batches.push(items.length);
+      await gate;
+      return complete(nodeId, items);
+    };
+    let ran = 0;
+    const { runtime } = node(store, async () => void ran++, { concurrency: 50, prefetch: 200 });
+    runtime.start();
+    // Handlers end at once, so only the writes hold the node back: it claims until the backlog reaches
+    // the limit, then no more, however long the writes take.
+    await until(() => ran >= outcomeBacklogLimit);
+    for (let i = 0; i < 200; i++) {
+      await new Promise((r) => setImmediate(r));
+      clock.advance(50);
+    }
+    const leased = [...store.jobs.values()].filter((j) => j.status === "RUNNING").length;
+    expect(leased).toBeLessThan(outcomeBacklogLimit + 250 + 250); // limit + a claim in flight + buffer
+    expect(ran).toBe(leased);
+    expect(runtime.pendingOutcomes + 1000).toBeGreaterThanOrEqual(outcomeBacklogLimit);
+    letGo();
+    await until(() => [...store.jobs.values()].every((j) => j.status === "SUCCEEDED"));
+    expect(ran).toBe(6000);
+    expect(Math.max(...batches)).toBeLessThanOrEqual(1000);
+  });
 });
+
