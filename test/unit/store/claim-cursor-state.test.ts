@@ -4,6 +4,7 @@ import {
   jitterDown,
   nextFullInterval,
   pickWindow,
+  wakeupFlooredGapMs,
 } from "../../../src/store/claim/claim-cursor-state.js";
 import {
   comparePositions,
@@ -225,6 +226,35 @@ describe("CursorState", () => {
     s.afterFloored(token, [], [], outcome(), 4);
     expect(s.discoveryDue).toBe(true);
     expect(s.nextDiscoveryAt).toBe(1004);
+  });
+
+  it("defers a wakeup's floored pass to a seek while claims come back full, for at most the gap", () => {
+    const claimedFull = (n: number, at: number) =>
+      outcome({
+        claimed: Array.from({ length: n }, (_, i) => ({ priority: 10, pos: pos(at, at * 100 + i) })),
+        limit: 10,
+      });
+    const s = state();
+    s.afterFull(s.begin(), full(), 0);
+    s.wakeup();
+    expect(s.plan(1, ["a"])).toBe("floored");
+    s.afterFloored(s.begin(), [{ priority: 10, after: pos(0, 0) }], [], claimedFull(10, 1), 1);
+    // A wakeup right after a full floored pass: a seek (the level has a cursor), discovery still due.
+    s.wakeup();
+    expect(s.plan(2, ["a"])).toBe("seek");
+    s.afterSeek([{ priority: 10, after: pos(1, 109) }], claimedFull(10, 2), 2);
+    expect([s.discoveryDue, s.plan(50, ["a"])]).toEqual([true, "seek"]);
+    // Once the gap has passed since the last floored pass, the deferred pass runs.
+    expect(s.plan(1 + wakeupFlooredGapMs, ["a"])).toBe("floored");
+    // A seek that came back short: the next poll runs the floored pass at once, gap or not.
+    s.afterSeek([{ priority: 10, after: pos(2, 209) }], claimedFull(3, 3), 3);
+    expect(s.plan(4, ["a"])).toBe("floored");
+    // So does a wakeup after a short floored pass (an idle node's pickup path).
+    const idle = state();
+    idle.afterFull(idle.begin(), full(), 0);
+    idle.afterFloored(idle.begin(), [{ priority: 10, after: pos(0, 0) }], [], claimedFull(2, 1), 1);
+    idle.wakeup();
+    expect(idle.plan(2, ["a"])).toBe("floored");
   });
 
   it("gives a level claimed only through the window a cursor at its last claimed row", () => {
