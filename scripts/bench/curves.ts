@@ -183,6 +183,7 @@ async function loadAxis(
         xLabel: "% of the system's maximum drain rate",
         yLabel: "ms from enqueue to handler start",
         xLog: false,
+        yLog: true,
         series,
       }),
     );

@@ -1,6 +1,6 @@
 /**
  * A small line chart as SVG text, for the curves in docs/benchmarks.md: a few series of a few points
- * each, an optional log-scaled x axis, labelled ticks. Plain SVG so the docs render it on any forge and
+ * each, optionally log-scaled axes, labelled ticks. Plain SVG so the docs render it on any forge and
  * the diff of a re-run shows which point moved.
  */
 
@@ -17,6 +17,8 @@ export interface LineChart {
   yLabel: string;
   /** Log scale on x (the backlog and row-count axes span decades); 0 is drawn one decade below the first. */
   xLog?: boolean;
+  /** Log scale on y, ticks at each decade (latencies that span milliseconds to seconds). */
+  yLog?: boolean;
   series: readonly Series[];
 }
 
@@ -44,8 +46,16 @@ export function renderLineChart(chart: LineChart): string {
   const x0 = xv(xs[0] ?? 0);
   const x1 = xv(xs[xs.length - 1] ?? 1);
   const yMax = Math.max(1, ...ys) * 1.1;
+  // Log y: from the decade below the smallest value to the decade above the largest.
+  const lo = Math.floor(Math.log10(Math.min(...ys.filter((y) => y > 0), yMax)));
+  const hi = Math.ceil(Math.log10(yMax / 1.1));
+  const yFrac = (y: number) =>
+    chart.yLog ? (Math.log10(Math.max(y, 10 ** lo)) - lo) / (hi - lo || 1) : y / yMax;
+  const yTicks = chart.yLog
+    ? Array.from({ length: hi - lo + 1 }, (_, k) => 10 ** (lo + k))
+    : [0, 1, 2, 3, 4].map((k) => (yMax / 1.1) * (k / 4));
   const px = (x: number) => M.left + ((xv(x) - x0) / (x1 - x0 || 1)) * (W - M.left - M.right);
-  const py = (y: number) => H - M.bottom - (y / yMax) * (H - M.top - M.bottom);
+  const py = (y: number) => H - M.bottom - yFrac(y) * (H - M.top - M.bottom);
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
@@ -59,11 +69,10 @@ export function renderLineChart(chart: LineChart): string {
       `<text x="${px(x)}" y="${H - M.bottom + 18}" text-anchor="middle">${shortNumber(x)}</text>`,
     );
   }
-  for (let k = 0; k <= 4; k++) {
-    const y = (yMax / 1.1) * (k / 4);
+  for (const y of yTicks) {
     out.push(
       `<line x1="${M.left - 5}" y1="${py(y)}" x2="${W - M.right}" y2="${py(y)}" stroke="#ddd"/>`,
-      `<text x="${M.left - 8}" y="${py(y) + 4}" text-anchor="end">${shortNumber(Math.round(y))}</text>`,
+      `<text x="${M.left - 8}" y="${py(y) + 4}" text-anchor="end">${shortNumber(y >= 1 ? Math.round(y) : y)}</text>`,
     );
   }
   out.push(
