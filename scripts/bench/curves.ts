@@ -135,7 +135,9 @@ async function loadAxis(
     };
     out.push({ system, result: await runChild<LoadedPickupResult>("loaded-pickup.ts", input, { database }) });
   }
-  console.log("\nPickup under load (enqueue call to handler start, bulk enqueues every 10 ms, 10 s each, the first 2 s not sampled)");
+  console.log(
+    "\nPickup under load (enqueue call to handler start, bulk enqueues every 10 ms, 10 s each, the first 2 s not sampled)",
+  );
   console.log(
     renderTable(
       [

@@ -174,7 +174,12 @@ describe("claim cursors", () => {
     const full = await c.poll(10, ["a"]);
     c.onWakeup();
     const floored = await c.poll(10, ["a"]);
-    expect([full.kind, full.jobs.length, floored.kind, floored.jobs.length]).toEqual(["full", 10, "floored", 10]);
+    expect([full.kind, full.jobs.length, floored.kind, floored.jobs.length]).toEqual([
+      "full",
+      10,
+      "floored",
+      10,
+    ]);
     const [fullRows, flooredRows] = results.map((r) => r.rows as Record<string, unknown>[]);
     expect(fullRows).toHaveLength(10);
     expect(fullRows!.filter((r) => r.heads != null || r.levels != null || r.now_us != null)).toHaveLength(1);

@@ -268,4 +268,3 @@ describe("NodeRuntime on the in-memory store", () => {
     expect(Math.max(...batches)).toBeLessThanOrEqual(1000);
   });
 });
-
