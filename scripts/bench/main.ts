@@ -44,7 +44,7 @@ import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { runChild } from "./lib/child.js";
-import { benchDatabaseUrl, databaseName, ensureDatabase, median, round } from "./lib/common.js";
+import { benchDatabaseUrl, databaseName, ensureDatabase, median, queryOnce, round } from "./lib/common.js";
 import { benchTracingModes } from "./lib/bench-tracing.js";
 import { dec, int, ratio, renderTable } from "./lib/table.js";
 import type {
@@ -230,13 +230,7 @@ function versionOf(pkg: string): string {
 }
 
 async function serverVersion(): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version;
-  } finally {
-    await client.end();
-  }
+  return (await queryOnce<{ server_version: string }>(url, "SHOW server_version"))[0]!.server_version;
 }
 
 async function checkpoint(): Promise<void> {

@@ -13,35 +13,23 @@
  * primary (`pg_current_wal_lsn()` deltas). On this 2-core machine the two clusters share the cores with the
  * nodes, so `two` can show what splitting costs and what it moves, not the gain of a second machine.
  */
-import pg from "pg";
 import { childInput, childMain, closeWindow, openWindow } from "./lib/child.js";
-import { databaseName, deferred, msBetween, nowNs, withTimeout } from "./lib/common.js";
+import { databaseName, deferred, msBetween, nowNs, queryOnce, withTimeout } from "./lib/common.js";
 import { PawlSystem } from "./systems/pawl.js";
 import type { RunningWorkers } from "./systems/types.js";
 import type { TwoPrimariesInput, TwoPrimariesResult } from "./two-primaries-run.js";
 
 async function walLsn(url: string): Promise<string> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<{ l: string }>("SELECT pg_current_wal_lsn()::text AS l")).rows[0]!.l;
-  } finally {
-    await c.end();
-  }
+  return (await queryOnce<{ l: string }>(url, "SELECT pg_current_wal_lsn()::text AS l"))[0]!.l;
 }
 
 async function walSince(url: string, from: string): Promise<number> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const { rows } = await c.query<{ b: string }>(
-      "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint AS b",
-      [from],
-    );
-    return Number(rows[0]!.b);
-  } finally {
-    await c.end();
-  }
+  const rows = await queryOnce<{ b: string }>(
+    url,
+    "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint AS b",
+    [from],
+  );
+  return Number(rows[0]!.b);
 }
 
 async function run(input: TwoPrimariesInput): Promise<TwoPrimariesResult> {

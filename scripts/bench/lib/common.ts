@@ -19,6 +19,21 @@ export function databaseName(url: string): string {
 }
 
 /** Creates the URL's database when it does not exist (connecting to the `postgres` database to do it). */
+/** Runs one statement on a connection of its own (opened and closed around it) and returns its rows. */
+export async function queryOnce<R extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
 export async function ensureDatabase(url: string): Promise<void> {
   const name = databaseName(url);
   const admin = new URL(url);
