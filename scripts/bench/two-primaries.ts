@@ -10,7 +10,8 @@
  *
  * Each reports jobs/s (all jobs over the window), the node process's CPU and the two clusters' backends'
  * CPU per job (backends of the bench database's name on either cluster), and WAL bytes per job on each
- * primary (`pg_current_wal_lsn()` deltas). On this 2-core machine the two clusters share the cores with the
+ * primary (`pg_current_wal_lsn()` deltas). Both are per cluster and per database name: the second URL must
+ * be another cluster (another port) with a database of the same name, or each primary's WAL counts both. On this 2-core machine the two clusters share the cores with the
  * nodes, so `two` can show what splitting costs and what it moves, not the gain of a second machine.
  */
 import { childInput, childMain, closeWindow, openWindow } from "./lib/child.js";
