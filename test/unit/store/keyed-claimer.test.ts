@@ -7,25 +7,35 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/core/clock.js";
 import type { ClaimedJob } from "../../../src/store/claim/claim-jobs.js";
 import type { Claimer } from "../../../src/store/claim/claimer.js";
+import type { KeyedClaim } from "../../../src/store/claim/keyed-claim.js";
 import { KeyedClaimer } from "../../../src/store/claim/keyed-claimer.js";
 
 const job = (id: string) => ({ id }) as unknown as ClaimedJob;
 const lost = new Error("terminating connection due to administrator command");
 
-function claimers(plain: () => Promise<ClaimedJob[]>, keyed: () => Promise<ClaimedJob[]>) {
+/** A keyed claimer over a plain claim and a keyed claim statement, on `clock` (recheckMs 1000). */
+function claimers(
+  plain: () => Promise<ClaimedJob[]>,
+  keyed: () => Promise<KeyedClaim>,
+  clock = new ManualClock(0),
+) {
   const inner = {
     claim: plain,
     onWakeup: () => {},
     describe: () => ({}),
   } as unknown as Claimer;
   return new KeyedClaimer(inner, {
-    claimKeyed: async () => ({ jobs: await keyed(), keyed: true, nextKey: null }),
+    claimKeyed: keyed,
     nodeId: "n",
     boostIntervalMs: 0,
     withPayload: true,
-    clock: new ManualClock(0),
+    clock,
+    recheckMs: 1000,
   });
 }
+
+/** A keyed claim statement's result while keyed rows are live. */
+const live = (jobs: ClaimedJob[]): KeyedClaim => ({ jobs, keyed: true, nextKey: null });
 
 describe("KeyedClaimer when its second claim fails", () => {
   it("returns the first claim's jobs, whichever claim goes first", async () => {
@@ -46,7 +56,7 @@ describe("KeyedClaimer when its second claim fails", () => {
       async () => {
         throw lost;
       },
-      async () => [job("k1"), job("k2")],
+      async () => live([job("k1"), job("k2")]),
     );
     expect((await c.claim(10, ["t"])).map((j) => j.id)).toEqual(["k1", "k2"]);
     expect(c.describe()).toMatchObject({ keyed: { secondClaimFailures: 1 } });
@@ -58,25 +68,17 @@ describe("KeyedClaimer while every due job carries a key", () => {
     const clock = new ManualClock(0);
     let plainCalls = 0;
     let keyedCalls = 0;
-    const inner = {
-      claim: async () => {
+    const c = claimers(
+      async () => {
         plainCalls++;
         return [];
       },
-      onWakeup: () => {},
-      describe: () => ({}),
-    } as unknown as Claimer;
-    const c = new KeyedClaimer(inner, {
-      claimKeyed: async () => {
+      async () => {
         keyedCalls++;
         return { jobs: [job(`k${keyedCalls}`)], keyed: true, nextKey: "a" };
       },
-      nodeId: "n",
-      boostIntervalMs: 0,
-      withPayload: true,
       clock,
-      recheckMs: 1000,
-    });
+    );
     // Poll 1: keyed first (1 job), then the unkeyed claim for the rest: empty.
     await c.claim(10, ["t"]);
     expect([keyedCalls, plainCalls]).toEqual([1, 1]);
@@ -102,25 +104,17 @@ describe("KeyedClaimer while no keyed row is live", () => {
     const clock = new ManualClock(0);
     const calls: string[] = [];
     let plain: ClaimedJob[] = [];
-    const inner = {
-      claim: async () => {
+    const c = claimers(
+      async () => {
         calls.push("plain");
         return plain;
       },
-      onWakeup: () => {},
-      describe: () => ({}),
-    } as unknown as Claimer;
-    const c = new KeyedClaimer(inner, {
-      claimKeyed: async () => {
+      async () => {
         calls.push("keyed");
         return { jobs: [], keyed: false, nextKey: null };
       },
-      nodeId: "n",
-      boostIntervalMs: 0,
-      withPayload: true,
       clock,
-      recheckMs: 1000,
-    });
+    );
     // The first poll looks at both and learns that no keyed row is live.
     await c.claim(10, ["t"]);
     expect(calls).toEqual(["keyed", "plain"]);
