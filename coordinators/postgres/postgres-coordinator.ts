@@ -57,8 +57,14 @@ export class PostgresCoordinator extends BaseCoordinator {
   private subscriber: Subscriber | undefined;
   /** False until the first connection attempt has finished; pg-listen's own first `connected` is ignored. */
   private firstAttemptDone = false;
-  private readonly queue: string[] = [];
+  /**
+   * This coordinator's own statements on the listening connection (NOTIFYs, the probe channel's LISTEN),
+   * run one at a time by {@link PostgresCoordinator.pump}, and only while the connection is up.
+   */
+  private readonly queue: ((subscriber: Subscriber) => Promise<unknown>)[] = [];
   private sending = false;
+  /** Whether the listening connection is connected and LISTENs (set on connect, cleared on loss). */
+  private linkUp = false;
   /** This instance's own channel for the LISTEN probe (listen-probe.ts). */
   private readonly probeChannel = probeChannelName();
   /** The probe in flight: its token and, once sent, its deadline timer. */
@@ -138,14 +144,19 @@ export class PostgresCoordinator extends BaseCoordinator {
     });
     // pg-listen announces each reconnect attempt; the first one of an outage is the moment it was lost.
     events.on("reconnect", () => {
+      this.linkUp = false;
       // A probe sent to the lost connection proves nothing; the reconnect's `connected` sends a fresh one.
       this.cancelProbe();
       this.markDisconnected(new Error("PostgreSQL listener connection lost"));
     });
     events.on("connected", () => {
-      if (this.closed)
+      if (this.closed) {
         void subscriber.close().catch(() => {}); // a reconnect that finished after close()
-      else if (this.firstAttemptDone) this.connectedAndProbe();
+      } else if (this.firstAttemptDone) {
+        this.linkUp = true;
+        this.pump();
+        this.connectedAndProbe();
+      }
     });
     events.on("error", (error) => {
       if (this.closed) return;
@@ -155,15 +166,17 @@ export class PostgresCoordinator extends BaseCoordinator {
     });
 
     // LISTEN is registered before connecting so pg-listen re-issues it on every reconnect, including the
-    // background retries that begin when this very first attempt fails.
+    // background retries that begin when this very first attempt fails. One statement only: pg warns the
+    // host process (and pg 9 will refuse) when a query is issued while another waits in a client's queue,
+    // and before the connection is up every query waits there. The probe channel's LISTEN comes later, on
+    // the connected client, through this coordinator's one-at-a-time queue (listenForProbes).
     const listening = subscriber.listenTo(this.config.channel);
     listening?.catch(() => {});
-    const listeningProbe = subscriber.listenTo(this.probeChannel);
-    listeningProbe?.catch(() => {});
     try {
       await subscriber.connect();
       await listening;
-      await listeningProbe;
+      this.linkUp = true;
+      this.pump();
       this.connectedAndProbe();
     } finally {
       this.firstAttemptDone = true;
@@ -172,13 +185,20 @@ export class PostgresCoordinator extends BaseCoordinator {
 
   protected send(payload: string): boolean {
     if (this.subscriber === undefined || this.queue.length >= MAX_QUEUED_NOTIFIES) return false;
-    this.queue.push(payload);
+    this.queue.push((subscriber) =>
+      subscriber
+        .notify(this.config.channel, payload)
+        .catch((error: unknown) =>
+          this.log.debug("postgres coordinator: NOTIFY failed", { error: String(error) }),
+        ),
+    );
     this.pump();
     return true;
   }
 
   protected async shutdown(): Promise<void> {
     this.queue.length = 0;
+    this.linkUp = false;
     this.cancelProbe();
     const subscriber = this.subscriber;
     this.subscriber = undefined;
@@ -186,24 +206,36 @@ export class PostgresCoordinator extends BaseCoordinator {
   }
 
   /**
-   * Sends queued NOTIFYs one at a time: pg deprecates overlapping queries on one client, and one in flight
-   * is plenty for a few coalesced messages per window.
+   * Runs the queued statements one at a time, while the connection is up. With pg-listen's own occasional
+   * statement (its paranoid check, the LISTENs of a reconnect) that is at most one waiting in pg's queue,
+   * which pg accepts without a warning; a few coalesced messages per window need no more.
    */
   private pump(): void {
     const subscriber = this.subscriber;
-    if (this.sending || subscriber === undefined) return;
-    const payload = this.queue.shift();
-    if (payload === undefined) return;
+    if (this.sending || subscriber === undefined || !this.linkUp) return;
+    const run = this.queue.shift();
+    if (run === undefined) return;
     this.sending = true;
-    subscriber
-      .notify(this.config.channel, payload)
-      .catch((error: unknown) =>
-        this.log.debug("postgres coordinator: NOTIFY failed", { error: String(error) }),
-      )
+    void run(subscriber)
+      .catch(() => {}) // each statement reports its own failure
       .finally(() => {
         this.sending = false;
         this.pump();
       });
+  }
+
+  /**
+   * Resolves once the connection LISTENs on the probe channel. The first call queues the LISTEN ahead of
+   * any NOTIFY; from then on pg-listen counts the channel as subscribed and re-issues it on reconnects.
+   */
+  private listenForProbes(): Promise<void> {
+    if (this.subscriber?.getSubscribedChannels().includes(this.probeChannel)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.queue.unshift((subscriber) =>
+        Promise.resolve(subscriber.listenTo(this.probeChannel)).then(() => resolve(), reject),
+      );
+      this.pump();
+    });
   }
 
   /** Reports the (re)connection, unless the last probe found the connection deaf, and probes it. */
@@ -213,7 +245,8 @@ export class PostgresCoordinator extends BaseCoordinator {
   }
 
   /**
-   * Sends a probe from another connection and, once it is sent, waits `listenProbeMs` for it. Unheard,
+   * LISTENs on the probe channel (the first time), sends a probe from another connection and, once it is
+   * sent, waits `listenProbeMs` for it. Unheard,
    * the connection is deaf (a transaction pooler): warned once, naming the fix, reported disconnected so
    * the node polls, and probed again every {@link DEAF_RECHECK_MS}. A probe that could not be sent (the
    * server unreachable for a moment) proves nothing: it is tried again after `listenProbeMs`.
@@ -223,19 +256,23 @@ export class PostgresCoordinator extends BaseCoordinator {
     const token = randomBytes(8).toString("hex");
     const probing: { token: string; timer: NodeJS.Timeout | undefined } = { token, timer: undefined };
     this.probing = probing;
-    sendProbe(this.config.connectionString, this.probeChannel, token, this.config.connectTimeoutMs).then(
-      () => {
-        if (this.probing !== probing || this.closed) return; // heard already, or closed
-        probing.timer = setTimeout(() => this.probeUnheard(probing), this.config.listenProbeMs);
-        probing.timer.unref();
-      },
-      (error: unknown) => {
-        if (this.probing !== probing) return;
-        this.probing = undefined;
-        this.log.debug("postgres coordinator: could not send the LISTEN probe", { error: String(error) });
-        this.probeLater(this.config.listenProbeMs);
-      },
-    );
+    this.listenForProbes()
+      .then(() =>
+        sendProbe(this.config.connectionString, this.probeChannel, token, this.config.connectTimeoutMs),
+      )
+      .then(
+        () => {
+          if (this.probing !== probing || this.closed) return; // heard already, or closed
+          probing.timer = setTimeout(() => this.probeUnheard(probing), this.config.listenProbeMs);
+          probing.timer.unref();
+        },
+        (error: unknown) => {
+          if (this.probing !== probing) return;
+          this.probing = undefined;
+          this.log.debug("postgres coordinator: could not send the LISTEN probe", { error: String(error) });
+          this.probeLater(this.config.listenProbeMs);
+        },
+      );
   }
 
   /** The probe's deadline passed: the connection is deaf. */
