@@ -250,10 +250,7 @@ export class OutcomeWriter implements OutcomeSink {
     const progressError = await this.writeProgress();
     if (progressError !== null) {
       // Outcomes wait for the progress ahead of them (see the module comment), so they go back too.
-      for (const kind of kinds) {
-        (this.queues[kind] as Entry[]).unshift(...(q[kind] as Entry[]));
-        this.size += q[kind].length;
-      }
+      for (const kind of kinds) this.requeue(kind, q[kind] as Entry[]);
       this.failed(progressError);
       return;
     }
@@ -265,14 +262,23 @@ export class OutcomeWriter implements OutcomeSink {
       const { again, error } = results[i]!;
       if (again.length === 0) return;
       failed = error;
-      (this.queues[kind] as Entry[]).unshift(...again);
-      this.size += again.length;
+      this.requeue(kind, again);
     });
     if (failed === null) {
       this.failures = 0;
       return;
     }
     this.failed(failed);
+  }
+
+  /**
+   * Puts taken entries back at the front of their queue, for the next flush. They leave the flush's count
+   * as they join the queue's, so `backlog` (read by `onError` callbacks too) counts each once.
+   */
+  private requeue(kind: Kind, entries: Entry[]): void {
+    (this.queues[kind] as Entry[]).unshift(...entries);
+    this.size += entries.length;
+    this.inFlight -= entries.length;
   }
 
   private failed(error: unknown): void {
