@@ -1,0 +1,175 @@
+import { describe, expect, it } from "vitest";
+import {
+  afterFullPassRequest,
+  afterKeyedAnswer,
+  afterKeyedWakeup,
+  afterUnkeyedAnswer,
+  initialKeyedClaimMemory,
+  planKeyedClaim,
+  type KeyedClaimMemory,
+  type KeyedClaimPlan,
+} from "../../../src/logic/keyed-claim-policy.js";
+
+const m = (over: Partial<KeyedClaimMemory> = {}): KeyedClaimMemory => ({
+  ...initialKeyedClaimMemory,
+  ...over,
+});
+const both = (keyedFirst: boolean): KeyedClaimPlan => ({ kind: "both", keyedFirst });
+const recheck = 1000;
+
+describe("keyed claim policy: the plan of a poll", () => {
+  it.each<[string, KeyedClaimMemory, number, KeyedClaimPlan]>([
+    ["a new node sends both, the keyed claim first", m(), 0, both(true)],
+    ["both again: the order alternates", m({ keyedFirst: true }), 0, both(false)],
+    [
+      "both, keyed first again while the unkeyed answer was short",
+      m({ keyedFirst: true, keyedFirstUntilMs: 500 }),
+      499,
+      both(true),
+    ],
+    [
+      "no keyed row live and not time to look: unkeyed alone",
+      m({ keyedLive: false, nextLookMs: 1000 }),
+      999,
+      {
+        kind: "unkeyed",
+      },
+    ],
+    [
+      "no keyed row live, time to look: unkeyed, keyed only if it found nothing",
+      m({ keyedLive: false, nextLookMs: 1000 }),
+      1000,
+      { kind: "unkeyed-then-keyed-if-empty" },
+    ],
+    [
+      "no keyed row live but a look is owed: both",
+      m({ keyedLive: false, nextLookMs: 0, keyedOwed: true }),
+      5,
+      both(true),
+    ],
+    ["the unkeyed claim is quiet: keyed alone", m({ unkeyedQuietUntilMs: 800 }), 799, { kind: "keyed" }],
+    ["the quiet ends at its time", m({ unkeyedQuietUntilMs: 800 }), 800, both(true)],
+  ])("%s", (_label, memory, now, plan) => {
+    expect(planKeyedClaim(memory, now).plan).toEqual(plan);
+  });
+
+  it("a poll that sends both pays the owed look and remembers its order; the others change nothing", () => {
+    const owed = m({ keyedLive: false, keyedOwed: true });
+    expect(planKeyedClaim(owed, 0).memory).toEqual({ ...owed, keyedFirst: true, keyedOwed: false });
+    const quiet = m({ unkeyedQuietUntilMs: 10 });
+    expect(planKeyedClaim(quiet, 0).memory).toBe(quiet);
+  });
+});
+
+describe("keyed claim policy: what the answers teach", () => {
+  it.each<[string, KeyedClaimMemory, KeyedClaimPlan, number, number, Partial<KeyedClaimMemory>]>([
+    [
+      "a full unkeyed answer clears both windows",
+      m({ keyedFirstUntilMs: 9, unkeyedQuietUntilMs: 9 }),
+      both(false),
+      10,
+      10,
+      {
+        keyedFirstUntilMs: 0,
+        unkeyedQuietUntilMs: 0,
+      },
+    ],
+    [
+      "a short one puts the keyed claim first for recheckMs",
+      m(),
+      both(false),
+      3,
+      10,
+      {
+        keyedFirstUntilMs: 100 + recheck,
+        unkeyedQuietUntilMs: 0,
+      },
+    ],
+    [
+      "an empty one with keyed rows live quiets the unkeyed claim",
+      m(),
+      both(true),
+      0,
+      10,
+      {
+        keyedFirstUntilMs: 100 + recheck,
+        unkeyedQuietUntilMs: 100 + recheck,
+      },
+    ],
+    [
+      "an empty one with no keyed row live does not",
+      m({ keyedLive: false }),
+      { kind: "unkeyed-then-keyed-if-empty" },
+      0,
+      10,
+      {
+        unkeyedQuietUntilMs: 0,
+        keyedOwed: false,
+      },
+    ],
+    [
+      "jobs found before looking at keyed rows owe the look",
+      m({ keyedLive: false }),
+      { kind: "unkeyed-then-keyed-if-empty" },
+      2,
+      10,
+      {
+        keyedOwed: true,
+      },
+    ],
+  ])("%s", (_label, memory, plan, claimed, asked, expected) => {
+    expect(afterUnkeyedAnswer(memory, plan, { claimed, asked }, 100, recheck)).toMatchObject(expected);
+  });
+
+  it("a keyed answer with no keyed row live schedules the next look; a live one keeps it", () => {
+    expect(afterKeyedAnswer(m(), false, 100, recheck)).toMatchObject({ keyedLive: false, nextLookMs: 1100 });
+    expect(afterKeyedAnswer(m({ keyedLive: false, nextLookMs: 50 }), true, 100, recheck)).toMatchObject({
+      keyedLive: true,
+      nextLookMs: 50,
+    });
+  });
+
+  it("a wakeup looks at both at once; a full-pass request looks at keyed rows at once", () => {
+    const waiting = m({
+      keyedLive: false,
+      nextLookMs: 900,
+      keyedFirstUntilMs: 900,
+      unkeyedQuietUntilMs: 900,
+    });
+    expect(planKeyedClaim(waiting, 100).plan).toEqual({ kind: "unkeyed" });
+    const woken = afterKeyedWakeup(waiting);
+    expect(woken).toMatchObject({ nextLookMs: 0, keyedFirstUntilMs: 0, unkeyedQuietUntilMs: 0 });
+    expect(planKeyedClaim(woken, 100).plan).toEqual({ kind: "unkeyed-then-keyed-if-empty" });
+    expect(afterFullPassRequest(waiting)).toMatchObject({
+      nextLookMs: 0,
+      unkeyedQuietUntilMs: 0,
+      keyedFirstUntilMs: 900,
+    });
+  });
+
+  it("a node whose jobs carry no keys sends one statement per poll after its first look", () => {
+    let memory = initialKeyedClaimMemory;
+    const sent: string[] = [];
+    for (let now = 0; now < 3000; now += 100) {
+      const { plan, memory: planned } = planKeyedClaim(memory, now);
+      memory = planned;
+      if (plan.kind === "both") {
+        sent.push(plan.keyedFirst ? "keyed+unkeyed" : "unkeyed+keyed");
+        memory = afterKeyedAnswer(memory, false, now, recheck);
+        memory = afterUnkeyedAnswer(memory, plan, { claimed: 10, asked: 10 }, now, recheck);
+      } else if (plan.kind === "unkeyed") {
+        sent.push("unkeyed");
+      } else if (plan.kind === "unkeyed-then-keyed-if-empty") {
+        sent.push("unkeyed");
+        memory = afterUnkeyedAnswer(memory, plan, { claimed: 10, asked: 10 }, now, recheck);
+      } else {
+        sent.push("keyed");
+      }
+    }
+    expect(sent[0]).toBe("keyed+unkeyed");
+    // Every recheckMs the look comes due: the poll then finds unkeyed jobs alone and owes the look, which
+    // the next poll pays with both claims; every other poll is one statement.
+    expect(sent.filter((s) => s.includes("+"))).toHaveLength(3);
+    expect(sent.filter((s) => s === "unkeyed")).toHaveLength(27);
+  });
+});
