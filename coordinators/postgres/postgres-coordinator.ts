@@ -246,10 +246,10 @@ export class PostgresCoordinator extends BaseCoordinator {
 
   /**
    * LISTENs on the probe channel (the first time), sends a probe from another connection and, once it is
-   * sent, waits `listenProbeMs` for it. Unheard,
-   * the connection is deaf (a transaction pooler): warned once, naming the fix, reported disconnected so
-   * the node polls, and probed again every {@link DEAF_RECHECK_MS}. A probe that could not be sent (the
-   * server unreachable for a moment) proves nothing: it is tried again after `listenProbeMs`.
+   * sent, waits `listenProbeMs` for it. Unheard, the connection is deaf (a transaction pooler): warned
+   * once, naming the fix, reported disconnected so the node polls, and probed again every
+   * {@link DEAF_RECHECK_MS}. A probe that could not be sent (the server unreachable for a moment) proves
+   * nothing: it is tried again after `listenProbeMs`.
    */
   private probe(): void {
     if (this.closed || this.probing) return;
