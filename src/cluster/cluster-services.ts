@@ -149,6 +149,7 @@ export class ClusterServices {
       clock,
       events,
       logger,
+      restMs: o.orphanSweepIntervalMs,
     });
     this.recurring = new RecurringScheduler({
       store,

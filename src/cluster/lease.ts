@@ -16,6 +16,12 @@ import { leaseDeadline } from "../logic/cluster-logic.js";
 /** The lease names pawl's services use. */
 export const leaseNames = {
   orphanSweep: "pawl:orphan-sweep",
+  /**
+   * Startup cleanups (one node id's rows of a previous run): one at a time, so the nodes of a rolling
+   * restart do not scan the live table together. Not the sweep's lease, which the sweeping node keeps
+   * resting between its passes.
+   */
+  startupCleanup: "pawl:startup-cleanup",
   prune: "pawl:prune",
   recurring: "pawl:recurring",
 } as const;
@@ -64,13 +70,16 @@ export class Lease {
     return true;
   }
 
-  /** Gives the lease back. Idempotent; a failure only leaves it to expire. */
-  async release(): Promise<void> {
+  /**
+   * Gives the lease back. With `restMs`, other nodes may take it only `restMs` from now (this node at any
+   * time). Idempotent; a failure only leaves it to expire.
+   */
+  async release(restMs = 0, now: Date | null = null): Promise<void> {
     if (this.released) return;
     this.released = true;
     this.manager.forget(this.name);
     if (this.lost) return;
-    await this.manager.store.releaseLock(this.name, this.manager.owner).catch(() => false);
+    await this.manager.store.releaseLock(this.name, this.manager.owner, restMs, now).catch(() => false);
   }
 
   /** @internal */
@@ -135,8 +144,8 @@ export class LeaseManager {
   }
 
   /**
-   * Runs `fn` under the lease `name` and releases it afterwards. Resolves `{ acquired: false }` without
-   * running `fn` when another node holds it.
+   * Runs `fn` under the lease `name` and releases it afterwards (resting it `restMs`, see
+   * {@link Lease.release}). Resolves `{ acquired: false }` without running `fn` when another node holds it.
    *
    * @example
    * ```ts
@@ -147,13 +156,14 @@ export class LeaseManager {
     name: string,
     fn: (lease: Lease) => Promise<R>,
     now: Date | null = null,
+    restMs = 0,
   ): Promise<{ acquired: true; value: R } | { acquired: false }> {
     const lease = await this.acquire(name, now);
     if (!lease) return { acquired: false };
     try {
       return { acquired: true, value: await fn(lease) };
     } finally {
-      await lease.release();
+      await lease.release(restMs, now);
     }
   }
 

@@ -54,6 +54,11 @@ export interface OrphanSweeperDeps {
   logger: Logger;
   /** Rows recovered per statement. Default 1000. */
   batchSize?: number;
+  /**
+   * How long a sweep rests its lease (the sweep interval): no other node sweeps within it, so the cluster
+   * sweeps about once per interval, not once per node per interval. Default 0 (released at once).
+   */
+  restMs?: number;
 }
 
 /** Recovers the jobs of dead nodes. */
@@ -73,6 +78,7 @@ export class OrphanSweeper implements BackgroundService<SweepResult> {
       leaseNames.orphanSweep,
       (lease) => this.sweep(lease, now),
       now,
+      this.deps.restMs ?? 0,
     );
     if (!outcome.acquired) {
       return {
@@ -159,15 +165,17 @@ export class OrphanSweeper implements BackgroundService<SweepResult> {
 
   /**
    * Startup cleanup: recovers the RUNNING rows this node id picked before `before` (a previous run that
-   * crashed), and frees the permits it held. Runs under the sweep lease, waiting for it up to `waitMs`.
-   * The caller guarantees no live process runs under this node id.
+   * crashed), and frees the permits it held. Runs under the startup-cleanup lease, waiting for it up to
+   * `waitMs`. The caller guarantees no live process runs under this node id. A sweep may run meanwhile: a
+   * row is recovered by whichever statement locks it first, the other skips it (both re-check it under
+   * the row lock), and freeing permits twice frees nothing more.
    */
   async recoverPreviousRun(before: Date, waitMs: number, now: Date | null = null): Promise<RecoveredJob[]> {
     const { store, nodeId, clock, events, logger, leases } = this.deps;
     const deadline = clock.now() + waitMs;
     for (;;) {
       const outcome = await leases.withLease(
-        leaseNames.orphanSweep,
+        leaseNames.startupCleanup,
         async () => {
           const recovered: RecoveredJob[] = [];
           for (;;) {
@@ -193,7 +201,7 @@ export class OrphanSweeper implements BackgroundService<SweepResult> {
       }
       if (clock.now() >= deadline) {
         throw new Error(
-          `pawl: the ${leaseNames.orphanSweep} lease stayed held for ${waitMs} ms; startup cleanup gave up`,
+          `pawl: the ${leaseNames.startupCleanup} lease stayed held for ${waitMs} ms; startup cleanup gave up`,
         );
       }
       await new Promise<void>((resolve) => clock.setTimeout(() => resolve(), 100));

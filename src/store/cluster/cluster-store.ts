@@ -45,8 +45,11 @@ export interface LeaseStore {
   acquireLock(name: string, owner: string, ttlMs: number, now?: Date | null): Promise<LockGrant | null>;
   /** Extends `owner`'s unexpired lease by `ttlMs`; null when it expired or another owner holds it. */
   renewLock(name: string, owner: string, ttlMs: number, now?: Date | null): Promise<LockGrant | null>;
-  /** Gives the lease back if `owner` holds it; whether it did. */
-  releaseLock(name: string, owner: string): Promise<boolean>;
+  /**
+   * Gives the lease back if `owner` holds it; whether it did. With `restMs` (> 0) it stays `owner`'s for
+   * `restMs` more at most, refused to everyone else until then.
+   */
+  releaseLock(name: string, owner: string, restMs?: number, now?: Date | null): Promise<boolean>;
   /** Every lease row, valid or not, by name. */
   listLocks(now?: Date | null): Promise<LockRow[]>;
 }

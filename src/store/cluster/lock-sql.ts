@@ -68,14 +68,34 @@ export async function grantLock(
   return row ? { lockedAt: row.locked_at, expiresAt: row.expires_at } : null;
 }
 
-/** Gives the lease back if `owner` holds it; returns whether it did. */
-export async function releaseLock(db: Queryable, t: Tables, name: string, owner: string): Promise<boolean> {
+/**
+ * Gives the lease back if `owner` holds it; returns whether it did. With `restMs` the row stays and the
+ * lease ends `restMs` from now (never later than it would have): no other node takes it before then,
+ * while `owner` may take it again at any time. A singleton pass that runs on a cadence rests its lease
+ * for one interval, so one node does it per interval however many try (see docs/cluster.md).
+ */
+export async function releaseLock(
+  db: Queryable,
+  t: Tables,
+  name: string,
+  owner: string,
+  restMs = 0,
+  now: Date | null = null,
+): Promise<boolean> {
   const res = await db.query(
-    named(
-      t,
-      "lock_release",
-      `DELETE FROM ${t.locks} WHERE lock_name = $1 AND owner_node = $2`,
-    )([name, owner]),
+    restMs > 0
+      ? named(
+          t,
+          "lock_rest",
+          `UPDATE ${t.locks}
+           SET expires_at = least(expires_at, coalesce($4::timestamptz, now()) + $3::bigint * interval '1 millisecond')
+           WHERE lock_name = $1 AND owner_node = $2`,
+        )([name, owner, restMs, now])
+      : named(
+          t,
+          "lock_release",
+          `DELETE FROM ${t.locks} WHERE lock_name = $1 AND owner_node = $2`,
+        )([name, owner]),
   );
   return (res.rowCount ?? 0) > 0;
 }

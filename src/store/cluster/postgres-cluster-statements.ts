@@ -120,8 +120,8 @@ export abstract class PostgresClusterStatements
     return grantLock(this.db, this.tables, "renew", name, owner, ttlMs, now);
   }
 
-  releaseLock(name: string, owner: string): Promise<boolean> {
-    return releaseLock(this.db, this.tables, name, owner);
+  releaseLock(name: string, owner: string, restMs = 0, now: Date | null = null): Promise<boolean> {
+    return releaseLock(this.db, this.tables, name, owner, restMs, now);
   }
 
   listLocks(now: Date | null = null): Promise<LockRow[]> {

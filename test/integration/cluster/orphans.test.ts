@@ -206,6 +206,25 @@ describe("orphan recovery", () => {
     expect(rows).toEqual([]);
   });
 
+  it("a sweep rests its lease for the sweep interval: one node sweeps per interval, however many try", async () => {
+    const a = sweeperNode("rest-a");
+    const b = sweeperNode("rest-b");
+    const t0 = Date.now();
+    const at = (ms: number) => new Date(t0 + ms);
+    expect((await a.services.sweeper.runOnce(at(0))).ran).toBe(true);
+    // Within the interval (orphanSweepIntervalMs, 2 s by default) another node's sweep skips...
+    expect((await b.services.sweeper.runOnce(at(1000))).ran).toBe(false);
+    // ...while the node that swept may sweep again, which rests the lease anew.
+    expect((await a.services.sweeper.runOnce(at(1900))).ran).toBe(true);
+    expect((await b.services.sweeper.runOnce(at(3800))).ran).toBe(false);
+    // Once a rest is over (the sweeper stopped, or died), any node sweeps.
+    expect((await b.services.sweeper.runOnce(at(3901))).ran).toBe(true);
+    const { rows } = await pool.query(
+      `SELECT owner_node FROM "${schema}".scheduler_lock WHERE lock_name = 'pawl:orphan-sweep'`,
+    );
+    expect(rows).toEqual([{ owner_node: "rest-b" }]);
+  });
+
   it("one sweep at a time: a second sweeper skips while the lease is held", async () => {
     const a = sweeperNode("sweep-a");
     const b = sweeperNode("sweep-b");
@@ -248,12 +267,12 @@ describe("with started nodes", () => {
   });
 
   it("startup cleanup runs only for a configured node id: a generated one has no previous run", async () => {
-    // Another node holds the sweep lease for an hour. Startup cleanup runs under that lease, so a node
-    // that needs it waits for it and gives up; a node whose id was generated has nothing to clean up
-    // (the cleanup reads every leased row: a scan of the live table) and starts at once.
+    // Another node holds the startup-cleanup lease for an hour. Startup cleanup runs under that lease, so
+    // a node that needs it waits for it and gives up; a node whose id was generated has nothing to clean
+    // up (the cleanup reads every leased row: a scan of the live table) and starts at once.
     await pool.query(
       `INSERT INTO "${schema}".scheduler_lock (lock_name, owner_node, expires_at)
-       VALUES ('pawl:orphan-sweep', 'someone-else', now() + interval '1 hour')`,
+       VALUES ('pawl:startup-cleanup', 'someone-else', now() + interval '1 hour')`,
     );
     try {
       const generated = testPawl(schema, { leaseTtlMs: 500 });
