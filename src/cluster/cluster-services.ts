@@ -24,7 +24,7 @@ import type { ClusterStore, DedicatedClusterStore } from "../store/job-store.js"
 import type { NodeInfo, NodeStatus } from "../store/cluster/node-sql.js";
 import type { LockRow } from "../store/cluster/lock-sql.js";
 import { isEmbeddedUrl } from "../db/embedded/embedded-url.js";
-import { sweepReady } from "../logic/cluster-logic.js";
+import { sweepReady, sweepRestMs } from "../logic/cluster-logic.js";
 import type { ResolvedClusterOptions } from "../input/cluster-options.js";
 import { ClockSkewMonitor, type ClockSkewReading } from "./clock-skew.js";
 import type { NodeRegistry } from "../logic/explain-facts.js";
@@ -149,7 +149,6 @@ export class ClusterServices {
       clock,
       events,
       logger,
-      restMs: o.orphanSweepIntervalMs,
     });
     this.recurring = new RecurringScheduler({
       store,
@@ -195,7 +194,7 @@ export class ClusterServices {
       clock,
       run: () =>
         sweepReady(this.heartbeat.healthySince, clock.now(), o.deadNodeThresholdMs)
-          ? this.sweeper.runOnce()
+          ? this.sweeper.runOnce(null, sweepRestMs(o.orphanSweepIntervalMs))
           : Promise.resolve(null),
       nextDelay: () => o.orphanSweepIntervalMs,
       onError: report("orphan sweep"),

@@ -71,8 +71,8 @@ export class Lease {
   }
 
   /**
-   * Gives the lease back. With `restMs`, other nodes may take it only `restMs` from now (this node at any
-   * time). Idempotent; a failure only leaves it to expire.
+   * Gives the lease back. With `restMs`, no node (this one too) may take it before `restMs` from now.
+   * Idempotent; a failure only leaves it to expire.
    */
   async release(restMs = 0, now: Date | null = null): Promise<void> {
     if (this.released) return;

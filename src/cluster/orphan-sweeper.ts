@@ -54,11 +54,6 @@ export interface OrphanSweeperDeps {
   logger: Logger;
   /** Rows recovered per statement. Default 1000. */
   batchSize?: number;
-  /**
-   * How long a sweep rests its lease (the sweep interval): no other node sweeps within it, so the cluster
-   * sweeps about once per interval, not once per node per interval. Default 0 (released at once).
-   */
-  restMs?: number;
 }
 
 /** Recovers the jobs of dead nodes. */
@@ -71,14 +66,19 @@ export class OrphanSweeper implements BackgroundService<SweepResult> {
     this.batch = deps.batchSize ?? 1000;
   }
 
-  /** One sweep, under the lease. `now` overrides the database's time (tests). */
-  async runOnce(now: Date | null = null): Promise<SweepResult> {
+  /**
+   * One sweep, under the lease. `now` overrides the database's time (tests). With `restMs` the lease is
+   * rested that long after the sweep instead of given back (see `sweepRestMs` in
+   * src/logic/cluster-logic.ts): no node sweeps
+   * again before then.
+   */
+  async runOnce(now: Date | null = null, restMs = 0): Promise<SweepResult> {
     const started = this.deps.clock.now();
     const outcome = await this.deps.leases.withLease(
       leaseNames.orphanSweep,
       (lease) => this.sweep(lease, now),
       now,
-      this.deps.restMs ?? 0,
+      restMs,
     );
     if (!outcome.acquired) {
       return {

@@ -98,6 +98,22 @@ export function sweepReady(healthySinceMs: number | null, nowMs: number, thresho
 }
 
 /**
+ * How long a node's periodic sweep rests the sweep lease: half the sweep interval. Every node tries to
+ * sweep once per interval; while the lease rests, every try is refused in one statement, so the cluster
+ * sweeps one to two times per interval however many nodes try (not once per node), and a lone node still
+ * sweeps at every try. Nobody, the last sweeper neither, takes a resting lease, so a node of an older
+ * release that waits for this lease for its startup cleanup gets it.
+ *
+ * @example
+ * ```ts
+ * sweepRestMs(2000); // 1000
+ * ```
+ */
+export function sweepRestMs(sweepIntervalMs: number): number {
+  return Math.floor(sweepIntervalMs / 2);
+}
+
+/**
  * The wait before the next signal-timeout sweep: until the next known deadline (at least 10 ms, so an
  * overdue one does not spin), never longer than `intervalMs`, so a wait parked by another node is seen
  * within it. While no parked job has a deadline anywhere, `idleIntervalMs`: a node that parks one wakes

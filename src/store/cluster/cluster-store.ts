@@ -46,8 +46,8 @@ export interface LeaseStore {
   /** Extends `owner`'s unexpired lease by `ttlMs`; null when it expired or another owner holds it. */
   renewLock(name: string, owner: string, ttlMs: number, now?: Date | null): Promise<LockGrant | null>;
   /**
-   * Gives the lease back if `owner` holds it; whether it did. With `restMs` (> 0) it stays `owner`'s for
-   * `restMs` more at most, refused to everyone else until then.
+   * Gives the lease back if `owner` holds it; whether it did. With `restMs` (> 0) it stays held, by
+   * `rest:<owner>`, for `restMs` more at most: refused to every node, `owner` too, until then.
    */
   releaseLock(name: string, owner: string, restMs?: number, now?: Date | null): Promise<boolean>;
   /** Every lease row, valid or not, by name. */

@@ -68,11 +68,15 @@ export async function grantLock(
   return row ? { lockedAt: row.locked_at, expiresAt: row.expires_at } : null;
 }
 
+/** The owner a rested lease is held by until it ends: `rest:` and the node that rested it. */
+export const restingOwner = (owner: string): string => `rest:${owner}`;
+
 /**
- * Gives the lease back if `owner` holds it; returns whether it did. With `restMs` the row stays and the
- * lease ends `restMs` from now (never later than it would have): no other node takes it before then,
- * while `owner` may take it again at any time. A singleton pass that runs on a cadence rests its lease
- * for one interval, so one node does it per interval however many try (see docs/cluster.md).
+ * Gives the lease back if `owner` holds it; returns whether it did. With `restMs` the row stays, held by
+ * {@link restingOwner} until `restMs` from now (never later than the lease would have ended): nobody
+ * takes it before then, not even `owner`, so a pass that runs on a cadence and rests its lease for part
+ * of its interval runs on about one node per interval however many try (see docs/cluster.md), and any
+ * node may run the next one.
  */
 export async function releaseLock(
   db: Queryable,
@@ -88,9 +92,10 @@ export async function releaseLock(
           t,
           "lock_rest",
           `UPDATE ${t.locks}
-           SET expires_at = least(expires_at, coalesce($4::timestamptz, now()) + $3::bigint * interval '1 millisecond')
+           SET owner_node = $5,
+               expires_at = least(expires_at, coalesce($4::timestamptz, now()) + $3::bigint * interval '1 millisecond')
            WHERE lock_name = $1 AND owner_node = $2`,
-        )([name, owner, restMs, now])
+        )([name, owner, restMs, now, restingOwner(owner)])
       : named(
           t,
           "lock_release",

@@ -12,6 +12,7 @@ import { completeJobs } from "../../../src/store/outcomes/finish-jobs.js";
 import { tablesFor } from "../../../src/db/sql.js";
 import { ManualClock } from "../../../src/core/clock.js";
 import { OrphanSweeper } from "../../../src/cluster/orphan-sweeper.js";
+import { sweepRestMs } from "../../../src/logic/cluster-logic.js";
 import { LeaseManager } from "../../../src/cluster/lease.js";
 import { PawlEventEmitter } from "../../../src/core/events.js";
 import { silentLogger } from "../../../src/core/logger.js";
@@ -206,23 +207,29 @@ describe("orphan recovery", () => {
     expect(rows).toEqual([]);
   });
 
-  it("a sweep rests its lease for the sweep interval: one node sweeps per interval, however many try", async () => {
+  it("a sweep rests its lease for half the sweep interval: no node sweeps within it, any node after", async () => {
     const a = sweeperNode("rest-a");
     const b = sweeperNode("rest-b");
     const t0 = Date.now();
     const at = (ms: number) => new Date(t0 + ms);
-    expect((await a.services.sweeper.runOnce(at(0))).ran).toBe(true);
-    // Within the interval (orphanSweepIntervalMs, 2 s by default) another node's sweep skips...
-    expect((await b.services.sweeper.runOnce(at(1000))).ran).toBe(false);
-    // ...while the node that swept may sweep again, which rests the lease anew.
-    expect((await a.services.sweeper.runOnce(at(1900))).ran).toBe(true);
-    expect((await b.services.sweeper.runOnce(at(3800))).ran).toBe(false);
-    // Once a rest is over (the sweeper stopped, or died), any node sweeps.
-    expect((await b.services.sweeper.runOnce(at(3901))).ran).toBe(true);
-    const { rows } = await pool.query(
-      `SELECT owner_node FROM "${schema}".scheduler_lock WHERE lock_name = 'pawl:orphan-sweep'`,
-    );
-    expect(rows).toEqual([{ owner_node: "rest-b" }]);
+    const owner = async () =>
+      (
+        await pool.query(
+          `SELECT owner_node FROM "${schema}".scheduler_lock WHERE lock_name = 'pawl:orphan-sweep'`,
+        )
+      ).rows;
+    // What a node's sweep loop passes: half of orphanSweepIntervalMs (2 s by default).
+    const rest = sweepRestMs(2000);
+    expect(rest).toBe(1000);
+    expect((await a.services.sweeper.runOnce(at(0), rest)).ran).toBe(true);
+    expect(await owner()).toEqual([{ owner_node: "rest:rest-a" }]);
+    // Within the rest no sweep runs, the last sweeper's neither: a node restarting under a stable id,
+    // which waits for this lease in older releases, gets it.
+    expect((await b.services.sweeper.runOnce(at(500), rest)).ran).toBe(false);
+    expect((await a.services.sweeper.runOnce(at(999), rest)).ran).toBe(false);
+    // After it, whoever tries first sweeps.
+    expect((await b.services.sweeper.runOnce(at(1001), rest)).ran).toBe(true);
+    expect(await owner()).toEqual([{ owner_node: "rest:rest-b" }]);
   });
 
   it("one sweep at a time: a second sweeper skips while the lease is held", async () => {
@@ -284,6 +291,25 @@ describe("with started nodes", () => {
     } finally {
       await pool.query(`DELETE FROM "${schema}".scheduler_lock WHERE owner_node = 'someone-else'`);
     }
+  });
+
+  it("a node sweeping on its loop leaves the sweep lease to others between sweeps", async () => {
+    // Older releases run their startup cleanup under this lease, trying every 100 ms for a lease TTL plus
+    // a second: a node of theirs restarting beside a sweeping node must get it.
+    const sweeping = testPawl(schema, { nodeId: "loop-sweeper", deadNodeThresholdMs: 3000 });
+    nodes.push(sweeping);
+    const swept = sweeping.events.next("cluster:lease-acquired", (e) => e.name === "pawl:orphan-sweep");
+    await sweeping.start();
+    await swept;
+    const older = clusterNode(schema, "older-release-restart");
+    ends.push(older.end);
+    let lease = null;
+    for (let tries = 0; lease === null && tries < 160; tries++) {
+      lease = await older.services.leases.acquire("pawl:orphan-sweep");
+      if (lease === null) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(lease).not.toBeNull();
+    await lease!.release();
   });
 
   it("a live node keeps its running jobs through sweeps and finishes them", async () => {

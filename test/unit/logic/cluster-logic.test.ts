@@ -6,6 +6,7 @@ import {
   signalSweepDelayMs,
   skewExceeded,
   sweepReady,
+  sweepRestMs,
 } from "../../../src/logic/cluster-logic.js";
 
 describe("heartbeatDelayMs", () => {
@@ -94,6 +95,18 @@ describe("sweepReady", () => {
     { healthySince: 0, now: 100_000, ready: true },
   ])("healthy since $healthySince at $now -> $ready", ({ healthySince, now, ready }) => {
     expect(sweepReady(healthySince, now, 15_000)).toBe(ready);
+  });
+});
+
+describe("sweepRestMs", () => {
+  it.each([
+    [2000, 1000],
+    [10, 5],
+    [11, 5],
+  ])("a sweep interval of %i ms rests the lease %i ms", (interval, rest) => {
+    // Less than the interval, so a lone node's next try is never refused by its own rest.
+    expect(sweepRestMs(interval)).toBe(rest);
+    expect(sweepRestMs(interval)).toBeLessThan(interval);
   });
 });
 
