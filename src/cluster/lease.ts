@@ -18,8 +18,8 @@ export const leaseNames = {
   orphanSweep: "pawl:orphan-sweep",
   /**
    * Startup cleanups (one node id's rows of a previous run): one at a time, so the nodes of a rolling
-   * restart do not scan the live table together. Not the sweep's lease, which the sweeping node keeps
-   * resting between its passes.
+   * restart do not scan the live table together. Not the sweep's lease: sweeps rest that one after each
+   * pass, which would hold a starting node back for up to half a sweep interval each time it tried.
    */
   startupCleanup: "pawl:startup-cleanup",
   prune: "pawl:prune",

@@ -69,8 +69,7 @@ export class OrphanSweeper implements BackgroundService<SweepResult> {
   /**
    * One sweep, under the lease. `now` overrides the database's time (tests). With `restMs` the lease is
    * rested that long after the sweep instead of given back (see `sweepRestMs` in
-   * src/logic/cluster-logic.ts): no node sweeps
-   * again before then.
+   * src/logic/cluster-logic.ts): no node sweeps again before then.
    */
   async runOnce(now: Date | null = null, restMs = 0): Promise<SweepResult> {
     const started = this.deps.clock.now();
