@@ -90,9 +90,7 @@ export class NodeRuntime {
     this.writer.whenFlushed(() => {
       if (!this.heldByWrites || this.writer.backlog >= outcomeBacklogLimit) return;
       this.heldByWrites = false;
-      const poller = this.actor("poller");
-      const state: unknown = poller?.getSnapshot().value;
-      if (state === "waiting" || state === "polling") poller?.send({ type: "SLOT_FREED" });
+      this.slotFreed();
     });
     this.slots = parts.slots;
     this.breakers = parts.breakers;
@@ -336,11 +334,16 @@ export class NodeRuntime {
   private readonly afterFinish = (): void => {
     this.afterFinishQueued = false;
     this.pump();
-    const poller = this.buffered <= this.marks.lowWater ? this.actor("poller") : undefined;
-    const state: unknown = poller?.getSnapshot().value;
-    if (state === "waiting" || state === "polling") poller?.send({ type: "SLOT_FREED" });
+    if (this.buffered <= this.marks.lowWater) this.slotFreed();
     if (this.slots.busy === 0) this.slots.notifyIdle();
   };
+
+  /** Tells the poller there is room again, when it is in a state that listens (it decides whether to claim). */
+  private slotFreed(): void {
+    const poller = this.actor("poller");
+    const state: unknown = poller?.getSnapshot().value;
+    if (state === "waiting" || state === "polling") poller?.send({ type: "SLOT_FREED" });
+  }
 
   /**
    * Drains: no more claims, buffered jobs handed back, running ones given `graceMs`, then aborted
