@@ -94,6 +94,9 @@ export interface CursorCounters {
 
 const neverPosition = (): Position => ({ us: -(2n ** 62n), id: 0n });
 
+/** Whether a pass claimed as many rows as it asked for (more work is likely waiting). */
+const claimedAll = (outcome: PassOutcome): boolean => outcome.claimed.length >= outcome.limit;
+
 /**
  * While claims come back full, a wakeup within this long of the last floored pass runs a seek instead
  * (ms, node clock). Under a stream of enqueues every enqueue is a wakeup, and each floored pass reads its
@@ -232,7 +235,7 @@ export class CursorState {
    */
   afterSeek(targets: readonly SeekTarget[], outcome: PassOutcome, nowMs: number): void {
     this.moveCursors(targets, outcome, nowMs);
-    this.lastFull = outcome.claimed.length >= outcome.limit;
+    this.lastFull = claimedAll(outcome);
     if (outcome.claimed.length > 0) this.resetFullInterval(nowMs);
   }
 
@@ -273,7 +276,7 @@ export class CursorState {
     this.uncoveredDue = uncovered;
     this.discoveryDue = uncovered || token.wakeups !== this.wakeups;
     this.lastFlooredAt = nowMs;
-    this.lastFull = outcome !== null && outcome.claimed.length >= outcome.limit;
+    this.lastFull = outcome !== null && claimedAll(outcome);
     this.nextDiscoveryAt = nowMs + jitterDown(this.o.discoveryMs, this.o.random);
   }
 
@@ -302,7 +305,7 @@ export class CursorState {
     this.fullDue = token.fullRequests !== this.fullRequests;
     this.uncoveredDue = false;
     this.discoveryDue = token.wakeups !== this.wakeups;
-    this.lastFull = outcome.claimed.length >= outcome.limit;
+    this.lastFull = claimedAll(outcome);
     this.nextDiscoveryAt = nowMs + jitterDown(this.o.discoveryMs, this.o.random);
     const foundWork = outcome.claimed.length > 0 || outcome.heads.size > 0;
     this.fullIntervalMs = nextFullInterval(
