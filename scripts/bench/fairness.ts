@@ -19,7 +19,7 @@ import pg from "pg";
 import { createPawl, type Pawl } from "../../dist/src/index.js";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { quantile, sleep } from "./lib/common.js";
+import { queryOnce, quantile, sleep } from "./lib/common.js";
 import { previousTree } from "../lib/previous-release.js";
 
 /** What {@link runFairness} reports. */
@@ -55,10 +55,7 @@ async function schemaNode(
 
 async function drop(url: string, schema: string, nodes: Pawl[]): Promise<void> {
   await Promise.all(nodes.map((n) => n.close().catch(() => {})));
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await c.end();
+  await queryOnce(url, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 }
 
 async function enqueueBatches(

@@ -18,7 +18,6 @@ export function databaseName(url: string): string {
   return name === "" ? "postgres" : name;
 }
 
-/** Creates the URL's database when it does not exist (connecting to the `postgres` database to do it). */
 /** Runs one statement on a connection of its own (opened and closed around it) and returns its rows. */
 export async function queryOnce<R extends pg.QueryResultRow>(
   url: string,
@@ -34,6 +33,7 @@ export async function queryOnce<R extends pg.QueryResultRow>(
   }
 }
 
+/** Creates the URL's database when it does not exist (connecting to the `postgres` database to do it). */
 export async function ensureDatabase(url: string): Promise<void> {
   const name = databaseName(url);
   const admin = new URL(url);
