@@ -20,6 +20,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { childInput, childMain, closeWindow, openWindow } from "./lib/child.js";
+import { perJob } from "./lib/cpu-meter.js";
 import { databaseName, deferred, msBetween, nowNs, waitUntil, withTimeout } from "./lib/common.js";
 import { GRAPHILE_SCHEMA } from "./systems/graphile.js";
 import { PAWL_SCHEMA } from "./systems/pawl.js";
@@ -149,9 +150,9 @@ async function measure(input: CurveDrainInput): Promise<CurveDrainResult> {
       jobsPerSecond: input.jobs / seconds,
       seconds,
       duplicates,
-      nodeUs: processes === 1 ? (node.user + node.system) / input.jobs : null,
-      dbUs: (cpu.dbCpuMs * 1000) / input.jobs,
-      otherLoadPct: (100 * cpu.otherCpuMs) / (cpu.wallMs * cpu.cores),
+      ...perJob(cpu, node, input.jobs),
+      // Several processes ran the jobs: this one's CPU is only part of it.
+      ...(processes === 1 ? {} : { nodeUs: null }),
     };
   } finally {
     await system.close();

@@ -7,14 +7,14 @@
  *    offered rate at that share, for `seconds`. A job's pickup is its enqueue call's start to its
  *    handler's start; the first `warmupSeconds` of jobs are not sampled (a node that starts into a
  *    stream of 16,000 jobs/s took about 2 s to catch up with it here; that start is not the steady state
- *    this measures). The point ends when every
- *    offered job has run.
+ *    this measures). The point ends when every offered job has run.
  *
  * The producer shares the process and the database with the workers, as an embedded producer does, so
  * the enqueues are part of the load: the achieved rate is reported beside the offered one. Every job
  * that ran twice is counted, never hidden.
  */
 import { childInput, childMain, closeWindow, openWindow } from "./lib/child.js";
+import { perJob } from "./lib/cpu-meter.js";
 import { databaseName, deferred, msBetween, nowNs, sleep, summarize, withTimeout } from "./lib/common.js";
 import { loadSystem, type BenchSystem, type SystemName } from "./systems/types.js";
 
@@ -136,9 +136,7 @@ async function offer(system: BenchSystem, input: LoadedPickupInput, load: number
     p99,
     max: worst,
     duplicates,
-    nodeUs: (node.user + node.system) / total,
-    dbUs: (cpu.dbCpuMs * 1000) / total,
-    otherLoadPct: (100 * cpu.otherCpuMs) / (cpu.wallMs * cpu.cores),
+    ...perJob(cpu, node, total),
   } satisfies LoadedPickupPoint;
 }
 

@@ -10,7 +10,7 @@
  */
 import pg from "pg";
 import { childInput, childMain, closeWindow, openWindow } from "./lib/child.js";
-import type { CpuWindow } from "./lib/cpu-meter.js";
+import { perJob, type CpuPerJob } from "./lib/cpu-meter.js";
 import {
   databaseName,
   deferred,
@@ -35,16 +35,6 @@ export type MeasureInput =
       concurrency: number;
     }
   | { kind: "enqueue"; system: SystemName; url: string; single: number; bulk: number; batch: number };
-
-/** CPU of a window, per job. */
-export interface CpuPerJob {
-  /** CPU of the measuring node process (user + system), µs per job. */
-  nodeUs: number;
-  /** CPU of the bench database's PostgreSQL backends, µs per job. */
-  dbUs: number;
-  /** Everything else the machine did meanwhile, as a share of its cores (the noise of a shared machine). */
-  otherLoadPct: number;
-}
 
 export interface DrainMeasurement {
   kind: "drain";
@@ -89,14 +79,6 @@ async function transactions(client: pg.Client): Promise<number> {
     "SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()",
   );
   return Number(rows[0]!.n);
-}
-
-function perJob(cpu: CpuWindow, node: NodeJS.CpuUsage, jobs: number): CpuPerJob {
-  return {
-    nodeUs: (node.user + node.system) / jobs,
-    dbUs: (cpu.dbCpuMs * 1000) / jobs,
-    otherLoadPct: (100 * cpu.otherCpuMs) / (cpu.wallMs * cpu.cores),
-  };
 }
 
 async function drain(

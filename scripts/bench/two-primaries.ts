@@ -11,10 +11,12 @@
  * Each reports jobs/s (all jobs over the window), the node process's CPU and the two clusters' backends'
  * CPU per job (backends of the bench database's name on either cluster), and WAL bytes per job on each
  * primary (`pg_current_wal_lsn()` deltas). Both are per cluster and per database name: the second URL must
- * be another cluster (another port) with a database of the same name, or each primary's WAL counts both. On this 2-core machine the two clusters share the cores with the
- * nodes, so `two` can show what splitting costs and what it moves, not the gain of a second machine.
+ * be another cluster (another port) with a database of the same name, or each primary's WAL counts both.
+ * On this 2-core machine the two clusters share the cores with the nodes, so `two` can show what
+ * splitting costs and what it moves, not the gain of a second machine.
  */
 import { childInput, childMain, closeWindow, openWindow } from "./lib/child.js";
+import { perJob } from "./lib/cpu-meter.js";
 import { databaseName, deferred, msBetween, nowNs, queryOnce, withTimeout } from "./lib/common.js";
 import { PawlSystem } from "./systems/pawl.js";
 import type { RunningWorkers } from "./systems/types.js";
@@ -86,10 +88,8 @@ async function run(input: TwoPrimariesInput): Promise<TwoPrimariesResult> {
     return {
       variant: input.variant,
       jobsPerSecond: input.jobs / seconds,
-      nodeUs: (node.user + node.system) / input.jobs,
-      dbUs: (cpu.dbCpuMs * 1000) / input.jobs,
+      ...perJob(cpu, node, input.jobs),
       walBytesPerJob: wal.map((b, k) => b / plan[k]!.jobs),
-      otherLoadPct: (100 * cpu.otherCpuMs) / (cpu.wallMs * cpu.cores),
       duplicates,
     };
   } finally {

@@ -84,6 +84,25 @@ export interface CpuWindow {
   cores: number;
 }
 
+/** CPU of a window, per job. */
+export interface CpuPerJob {
+  /** CPU of the measuring node process (user + system), µs per job. */
+  nodeUs: number;
+  /** CPU of the bench database's PostgreSQL backends, µs per job. */
+  dbUs: number;
+  /** Everything else the machine did meanwhile, as a share of its cores (the noise of a shared machine). */
+  otherLoadPct: number;
+}
+
+/** A window's CPU and the measuring process's (`node`, from `process.cpuUsage(start)`) per job. */
+export function perJob(cpu: CpuWindow, node: NodeJS.CpuUsage, jobs: number): CpuPerJob {
+  return {
+    nodeUs: (node.user + node.system) / jobs,
+    dbUs: (cpu.dbCpuMs * 1000) / jobs,
+    otherLoadPct: (100 * cpu.otherCpuMs) / (cpu.wallMs * cpu.cores),
+  };
+}
+
 /** One measurement window over the bench database's backends and the machine. */
 export class CpuWindowMeter {
   private readonly start = new Map<number, number>();
