@@ -25,6 +25,7 @@ import { JobStore } from "../../src/store/postgres-job-store.js";
 import type { PostgresJobStore } from "../../src/store/postgres-job-store.js";
 import { ClassicClaimer, type Claimer } from "../../src/store/claim/claimer.js";
 import { CursorClaimer } from "../../src/store/claim/claim-cursor.js";
+import { ensureDatabase } from "./lib/common.js";
 
 /** Options of {@link runGraveyard}. */
 export interface GraveyardOptions {
@@ -454,22 +455,6 @@ function print(r: GraveyardResult, log: (line: string) => void): void {
     `fresh work without a wakeup, polling every ${p.pollIntervalMs} ms: picked up in ${p.withoutWakeupMs.map((x) => n(x)).join(", ")} ms ` +
       `(discovery ${p.discoveryMs} ms); with a wakeup: ${n(p.withWakeupMs, 1)} ms`,
   );
-}
-
-/** Creates the database of `url` when it does not exist (connecting to `postgres` on the same server). */
-export async function ensureDatabase(url: string): Promise<void> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.slice(1));
-  const admin = new URL(url);
-  admin.pathname = "/postgres";
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
-  } finally {
-    await client.end();
-  }
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

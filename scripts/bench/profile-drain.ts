@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { createPawl } from "../../dist/src/index.js";
-import { benchDatabaseUrl } from "./lib/common.js";
+import { benchDatabaseUrl, ensureDatabase } from "./lib/common.js";
 import { insertJobs, resetSchema } from "./pawl-drain.js";
 import { benchHandler, benchPawlTracing, registerBenchTracing } from "./lib/bench-tracing.js";
 
@@ -91,6 +91,7 @@ if (flags.summarise) {
   const url = benchDatabaseUrl(flags["database-url"]);
   const schema = "bench_pawl_profile";
   const jobs = Number(flags.jobs);
+  await ensureDatabase(url);
   await resetSchema(url, schema);
   const admin = new pg.Pool({ connectionString: url, max: 2 });
   await insertJobs(admin, schema, jobs);
