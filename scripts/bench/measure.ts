@@ -1,9 +1,12 @@
 /**
  * One measurement of one system, in its own process (started by main.ts through lib/child.ts).
  *
- * - drain: reset, pre-insert N jobs, VACUUM ANALYZE, then the window: start the workers, wait until every
- *   job has succeeded in a handler and the database shows none left, close the window. With `failEvery`
- *   (the mixed workload), every job whose number is a multiple of it fails its first attempt.
+ * - drain: reset, pre-insert N jobs, VACUUM ANALYZE, CHECKPOINT, then the window: start the workers, wait
+ *   until every job has succeeded in a handler and the database shows none left, close the window. With
+ *   `failEvery` (the mixed workload), every job whose number is a multiple of it fails its first attempt.
+ *   The CHECKPOINT writes the pre-insert's dirty pages out before the window rather than inside it, and
+ *   puts every system's window at the same point of the checkpoint cycle: the window's first change of
+ *   each page carries the page's image, as in wal-per-job.ts.
  * - pickup: an idle worker (started, settled), then jobs enqueued one at a time; each sample is enqueue
  *   call start -> handler start, the next enqueue waits for the previous pickup plus a short gap.
  * - enqueue: single-job API, one call at a time; then bulk API, batches of `batch`. No worker runs.
@@ -19,6 +22,7 @@ import {
   sleep,
   summarize,
   waitUntil,
+  walBytes,
   withTimeout,
 } from "./lib/common.js";
 import { loadSystem, PlannedFailure, type BenchSystem, type SystemName } from "./systems/types.js";
@@ -50,6 +54,12 @@ export interface DrainMeasurement {
   cpu: CpuPerJob;
   /** Transactions committed or rolled back in the bench database per job (pg_stat_database; approximate). */
   xactsPerJob: number;
+  /**
+   * WAL bytes written per job over the window (`pg_current_wal_lsn()` before and after). The LSN is the
+   * server's, so another database's writes in the window count too: a quiet server is assumed, as for
+   * "other load".
+   */
+  walBytesPerJob: number;
   diagnostics?: Record<string, unknown>;
 }
 
@@ -116,7 +126,10 @@ async function drain(
 
   const stats = new pg.Client({ connectionString: input.url });
   await stats.connect();
+  // Best effort: CHECKPOINT needs superuser or pg_checkpoint; without it the window is as before.
+  await stats.query("CHECKPOINT").catch(() => {});
   const xacts0 = await transactions(stats);
+  const wal0 = await walBytes(stats);
   await openWindow(databaseName(input.url));
   const cpu0 = process.cpuUsage();
   const t0 = nowNs();
@@ -138,6 +151,7 @@ async function drain(
   const t1 = nowNs();
   const node = process.cpuUsage(cpu0);
   const cpu = await closeWindow();
+  const wal = await walBytes(stats);
   // Backends report their transaction counts when idle, at most about once a second.
   await sleep(1500);
   const xacts = (await transactions(stats)) - xacts0;
@@ -160,6 +174,7 @@ async function drain(
     duplicates,
     cpu: perJob(cpu, node, n),
     xactsPerJob: xacts / n,
+    walBytesPerJob: Number(wal - wal0) / n,
     ...(diagnostics ? { diagnostics } : {}),
   };
 }

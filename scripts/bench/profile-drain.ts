@@ -2,7 +2,8 @@
  * Where a drain's node CPU goes: drains `--jobs` no-op jobs in this process (pawl's defaults, as the
  * bench's drain: no event listener on the job path) and, run under `node --cpu-prof`, summarises the
  * profile it leaves: the top self-time functions and the share of xstate, pg, garbage collection, idle and
- * pawl itself.
+ * pawl itself. Each drain also prints its node CPU by phase (start(), the first 1,000 jobs, the next 9,000,
+ * the rest): how much of a fresh process's figure is warm-up.
  *
  * ```sh
  * npm run build
@@ -104,16 +105,27 @@ if (flags.summarise) {
     // PAWL_BENCH_TRACING=sdk-span: the SDK is registered, pawl does not trace, the handler starts a span.
     ...(benchPawlTracing ? {} : { tracing: false }),
   });
+  // Node CPU by phase: a fresh process runs its first jobs interpreted and compiles the hot paths as it
+  // goes (on background threads too, which process.cpuUsage() counts), so the per-job cost falls with the
+  // job count until the code is warm. The phases show how much of a drain's figure that warm-up is.
+  const phaseEnds = [1_000, 10_000, jobs].filter((n, i, all) => n <= jobs && all.indexOf(n) === i);
+  const phaseCpu: number[] = [];
+  const cpuNow = () => {
+    const c = process.cpuUsage();
+    return c.user + c.system;
+  };
   let ran = 0;
   node.register(
     "noop",
     benchHandler((payload: { i: number }) => {
       ran += payload.i >= 0 ? 1 : 0;
+      if (ran === phaseEnds[phaseCpu.length]) phaseCpu.push(cpuNow());
     }),
   );
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await node.start();
+  const started = cpuNow();
   // Done when every job ran and the database holds none unfinished (as the bench's window).
   for (;;) {
     await new Promise((r) => setTimeout(r, 20));
@@ -130,5 +142,13 @@ if (flags.summarise) {
   console.log(
     `${jobs} jobs in ${seconds.toFixed(2)} s: ${Math.round(jobs / seconds)} jobs/s, ` +
       `node CPU ${((cpu.user + cpu.system) / jobs).toFixed(1)} µs/job`,
+  );
+  const phases = phaseCpu.map((at, k) => {
+    const from = k === 0 ? 0 : phaseEnds[k - 1]!;
+    const spent = at - (k === 0 ? started : phaseCpu[k - 1]!);
+    return `jobs ${from + 1}-${phaseEnds[k]} ${(spent / (phaseEnds[k]! - from)).toFixed(1)} µs/job`;
+  });
+  console.log(
+    `node CPU by phase: start() ${((started - cpu0.user - cpu0.system) / 1000).toFixed(0)} ms; ${phases.join("; ")}`,
   );
 }

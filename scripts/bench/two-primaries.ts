@@ -17,23 +17,10 @@
  */
 import { childInput, childMain, closeWindow, openWindow } from "./lib/child.js";
 import { perJob } from "./lib/cpu-meter.js";
-import { databaseName, deferred, msBetween, nowNs, queryOnce, withTimeout } from "./lib/common.js";
+import { databaseName, deferred, msBetween, nowNs, walBytes, withTimeout } from "./lib/common.js";
 import { PawlSystem } from "./systems/pawl.js";
 import type { RunningWorkers } from "./systems/types.js";
 import type { TwoPrimariesInput, TwoPrimariesResult } from "./two-primaries-run.js";
-
-async function walLsn(url: string): Promise<string> {
-  return (await queryOnce<{ l: string }>(url, "SELECT pg_current_wal_lsn()::text AS l"))[0]!.l;
-}
-
-async function walSince(url: string, from: string): Promise<number> {
-  const rows = await queryOnce<{ b: string }>(
-    url,
-    "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint AS b",
-    [from],
-  );
-  return Number(rows[0]!.b);
-}
 
 async function run(input: TwoPrimariesInput): Promise<TwoPrimariesResult> {
   const [first, second] = input.urls;
@@ -56,7 +43,7 @@ async function run(input: TwoPrimariesInput): Promise<TwoPrimariesResult> {
       await systems[k]![0]!.preinsert(0, p.jobs);
       await systems[k]![0]!.vacuum();
     }
-    const lsns = await Promise.all(plan.map((p) => walLsn(p.url)));
+    const wal0 = await Promise.all(plan.map((p) => walBytes(p.url)));
     await openWindow(databaseName(first));
     const cpu0 = process.cpuUsage();
     const t0 = nowNs();
@@ -84,7 +71,7 @@ async function run(input: TwoPrimariesInput): Promise<TwoPrimariesResult> {
     const node = process.cpuUsage(cpu0);
     const cpu = await closeWindow();
     for (const w of workers) await w.stop();
-    const wal = await Promise.all(plan.map((p, k) => walSince(p.url, lsns[k]!)));
+    const wal = await Promise.all(plan.map(async (p, k) => Number((await walBytes(p.url)) - wal0[k]!)));
     return {
       variant: input.variant,
       jobsPerSecond: input.jobs / seconds,

@@ -18,6 +18,7 @@ import { createPawl } from "../../src/index.js";
 import { claimJobs } from "../../src/store/claim/claim-jobs.js";
 import { completeJobs } from "../../src/store/outcomes/finish-jobs.js";
 import { tablesFor, type Queryable } from "../../src/db/sql.js";
+import { walBytes } from "./lib/common.js";
 
 const url = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/pawl_bench";
 const schema = "bench_wal";
@@ -68,15 +69,11 @@ async function counters(): Promise<Record<string, Counters>> {
   );
 }
 
-async function lsn(): Promise<string> {
-  return (await admin.query<{ l: string }>("SELECT pg_current_wal_lsn()::text AS l")).rows[0]!.l;
-}
-
 async function drain(): Promise<void> {
   await reset(jobs);
   await admin.query("CHECKPOINT").catch(() => {});
   const before = await counters();
-  const start = await lsn();
+  const start = await walBytes(admin);
   const node = createPawl({ connectionString: url, schema, concurrency: 10, ...extra });
   let done = 0;
   const all = new Promise<void>((resolve) =>
@@ -88,10 +85,7 @@ async function drain(): Promise<void> {
   await node.start();
   await all;
   await node.close();
-  const end = await lsn();
-  const bytes = Number(
-    (await admin.query<{ b: string }>("SELECT pg_wal_lsn_diff($1, $2) AS b", [end, start])).rows[0]!.b,
-  );
+  const bytes = Number((await walBytes(admin)) - start);
   // Statistics reach pg_stat_user_tables when a backend reports (at most once a second, and at exit).
   await new Promise((r) => setTimeout(r, 1500));
   const after = await counters();

@@ -33,6 +33,21 @@ export async function queryOnce<R extends pg.QueryResultRow>(
   }
 }
 
+const walBytesSql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint::text AS b";
+
+/**
+ * The server's WAL position in bytes (`pg_current_wal_lsn()`): the WAL written between two readings is their
+ * difference. It is the whole cluster's, so another database's writes count too. `db` is a URL (read on a
+ * connection of its own) or an open client or pool.
+ */
+export async function walBytes(db: string | pg.Pool | pg.ClientBase): Promise<bigint> {
+  const rows =
+    typeof db === "string"
+      ? await queryOnce<{ b: string }>(db, walBytesSql)
+      : (await db.query<{ b: string }>(walBytesSql)).rows;
+  return BigInt(rows[0]!.b);
+}
+
 /** Creates the URL's database when it does not exist (connecting to the `postgres` database to do it). */
 export async function ensureDatabase(url: string): Promise<void> {
   const name = databaseName(url);
