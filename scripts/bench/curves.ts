@@ -296,14 +296,24 @@ export async function runCurves(
     console.log("\nIdle cost per node");
     console.log(
       renderTable(
-        ["nodes", "coordinator", "transactions/s per node", "db CPU per node (% of a core)", "connections"],
+        [
+          "nodes",
+          "coordinator",
+          "transactions/s per node",
+          "xids/s per node",
+          "WAL B/s per node",
+          "db CPU per node (% of a core)",
+          "connections",
+        ],
         idle.map((p) =>
           "skipped" in p.result
-            ? [String(p.nodes), p.coordinator, p.result.skipped, "-", "-"]
+            ? [String(p.nodes), p.coordinator, p.result.skipped, "-", "-", "-", "-"]
             : [
                 String(p.nodes),
                 p.coordinator,
                 p.result.transactionsPerSecondPerNode.toFixed(2),
+                p.result.xidsPerSecondPerNode.toFixed(2),
+                p.result.walBytesPerSecondPerNode.toFixed(0),
                 p.result.dbCpuPctPerNode.toFixed(3),
                 String(p.result.connections),
               ],
