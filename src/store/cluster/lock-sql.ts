@@ -2,7 +2,7 @@
  * scheduler_lock: store-backed leases for the cluster's singleton maintenance (orphan sweep, pruning,
  * recurring scheduling). A lease is a row naming its owner and when it expires, by the database's clock
  * only; a crashed owner's lease simply expires. Acquiring is one upsert that succeeds when the row is
- * free, expired, or already ours.
+ * free, expired, or already ours, and a refused try writes nothing.
  */
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
@@ -28,10 +28,18 @@ export type LockGrantKind = "acquire" | "renew";
 /** The statement of each kind of grant; parameters: name, owner, TTL ms, now. */
 const grantSql: Record<LockGrantKind, (t: Tables) => string> = {
   // Succeeds when the lease is free, expired or already the owner's (then it is extended, keeping
-  // locked_at).
+  // locked_at). The NOT EXISTS reads the row first and skips the upsert when another owner holds it: ON
+  // CONFLICT DO UPDATE locks the conflicting row even when its WHERE refuses the update, and a row lock
+  // takes a transaction id, writes WAL and makes the commit wait for a WAL flush. Most tries in a cluster
+  // are refused (the lease is held or resting), so without the read every idle node would write twice a
+  // second. The read only decides whether to try: the DO UPDATE's WHERE, evaluated on the row as locked,
+  // still decides who gets the lease when two nodes race.
   acquire: (t) => `INSERT INTO ${t.locks} AS l (lock_name, owner_node, locked_at, expires_at)
-       VALUES ($1, $2, coalesce($4::timestamptz, now()),
-               coalesce($4::timestamptz, now()) + $3::bigint * interval '1 millisecond')
+       SELECT $1::text, $2::text, coalesce($4::timestamptz, now()),
+              coalesce($4::timestamptz, now()) + $3::bigint * interval '1 millisecond'
+       WHERE NOT EXISTS (
+         SELECT 1 FROM ${t.locks} h
+         WHERE h.lock_name = $1 AND h.expires_at >= coalesce($4::timestamptz, now()) AND h.owner_node <> $2)
        ON CONFLICT (lock_name) DO UPDATE SET
          owner_node = EXCLUDED.owner_node,
          locked_at = CASE WHEN l.owner_node = EXCLUDED.owner_node AND l.expires_at >= EXCLUDED.locked_at

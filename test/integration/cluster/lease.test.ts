@@ -9,6 +9,8 @@ import { performance } from "node:perf_hooks";
 import { ManualClock } from "../../../src/core/clock.js";
 import type { Pawl } from "../../../src/index.js";
 import { PostgresJobStore } from "../../../src/store/postgres-job-store.js";
+import { grantLock } from "../../../src/store/cluster/lock-sql.js";
+import { tablesFor } from "../../../src/db/sql.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { clusterNode } from "../../helpers/cluster.js";
 
@@ -62,6 +64,39 @@ describe("lease statements", () => {
     // Even unclaimed, an expired lease cannot be renewed: its holder may have been overtaken.
     expect(await store.acquireLock("l3", "x", 100, t0)).not.toBeNull();
     expect(await store.renewLock("l3", "x", 100, at(t0, 101))).toBeNull();
+  });
+
+  it("a refused acquire writes nothing: no transaction id, so no WAL and no commit waiting for a flush", async () => {
+    const t = tablesFor(schema);
+    const t0 = new Date("2032-01-01T00:00:00Z");
+    expect(await grantLock(pool, t, "acquire", "l5", "holder", 1000, t0)).not.toBeNull();
+    const client = await pool.connect();
+    // What one acquire in its own transaction assigned: a transaction id, or null when it only read.
+    const xidOf = async (owner: string, now: Date) => {
+      await client.query("BEGIN");
+      try {
+        const grant = await grantLock(client, t, "acquire", "l5", owner, 1000, now);
+        const { rows } = await client.query<{ x: string | null }>(
+          "SELECT pg_current_xact_id_if_assigned()::text AS x",
+        );
+        return { grant, xid: rows[0]!.x };
+      } finally {
+        await client.query("ROLLBACK");
+      }
+    };
+    try {
+      // Held by another: refused, read-only.
+      expect(await xidOf("other", at(t0, 500))).toEqual({ grant: null, xid: null });
+      // Resting (held by rest:<holder>): refused for everyone, the holder too, read-only.
+      await pool.query(`UPDATE ${t.locks} SET owner_node = 'rest:holder' WHERE lock_name = 'l5'`);
+      expect(await xidOf("holder", at(t0, 500))).toEqual({ grant: null, xid: null });
+      // Expired: taken, which is a write.
+      const taken = await xidOf("other", at(t0, 1001));
+      expect(taken.grant).not.toBeNull();
+      expect(taken.xid).not.toBeNull();
+    } finally {
+      client.release();
+    }
   });
 });
 
