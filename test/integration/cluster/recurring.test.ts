@@ -204,6 +204,18 @@ describe("firing", () => {
     expect(total[0].n).toBe(60);
   });
 
+  it("a pass with nothing due takes no lease (a lease is two writes); a due one takes it and fires", async () => {
+    const n = clusterNode(schema, "idle-check");
+    ends.push(n.end);
+    await client.schedule("quiet", "* * * * *");
+    const base = await nextMinute();
+    const early = await n.services.recurring.runOnce(new Date(base.getTime() - 20_000));
+    expect(early).toMatchObject({ ran: false, fired: [], nextDueInMs: 20_000 });
+    const due = await n.services.recurring.runOnce(new Date(base.getTime() + 100));
+    expect(due.ran).toBe(true);
+    expect(due.fired.map((f) => f.name)).toEqual(["quiet"]);
+  });
+
   it("missed fires: catch-up-one enqueues one child, skip drops them", async () => {
     const n = clusterNode(schema, "m1");
     ends.push(n.end);
