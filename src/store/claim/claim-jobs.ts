@@ -18,6 +18,7 @@ import { withClaimRowTypes } from "./claim-row-types.js";
 import { claimableSql, leaseSetSql } from "../jobs/lease-sql.js";
 import { unkeyedSql } from "./keyed-sql.js";
 import { named, payloadVariants, type Queryable, type Tables } from "../../db/sql.js";
+import { compareIdText } from "../../logic/job-ids.js";
 
 /**
  * A claimed job as the runtime needs it, and nothing more (every column is parsed for every job of every
@@ -190,7 +191,7 @@ export function sortClaimOrder(jobs: ClaimedJob[]): ClaimedJob[] {
     (a, b) =>
       b.priority + b.boost - (a.priority + a.boost) ||
       a.scheduledAtMs - b.scheduledAtMs ||
-      (BigInt(a.id) < BigInt(b.id) ? -1 : 1),
+      compareIdText(a.id, b.id),
   );
 }
 
