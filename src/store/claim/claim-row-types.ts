@@ -70,13 +70,18 @@ export function timestamptzMs(text: string): number {
   return typeof parsed === "number" ? parsed : parsed.getTime();
 }
 
+/** pg's per-query type parsing with `timestamptz` (text format) read by `parse`, every other type as pg reads it. */
+export function typesWithTimestamptz(parse: (text: string) => unknown): CustomTypesConfig {
+  return {
+    getTypeParser: ((oid: number, format?: "text" | "binary") =>
+      oid === timestamptzOid && format !== "binary"
+        ? parse
+        : pg.types.getTypeParser(oid, format ?? "text")) as CustomTypesConfig["getTypeParser"],
+  };
+}
+
 /** pg's per-query type parsing of the claim statements: timestamptz as epoch ms, the rest as pg parses it. */
-export const claimRowTypes: CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === timestamptzOid && format !== "binary"
-      ? timestamptzMs
-      : pg.types.getTypeParser(oid, format ?? "text")) as CustomTypesConfig["getTypeParser"],
-};
+export const claimRowTypes: CustomTypesConfig = typesWithTimestamptz(timestamptzMs);
 
 /** `config` (one claim statement's query, built for this call), parsing its rows with {@link claimRowTypes}. */
 export function withClaimRowTypes(config: QueryConfig): QueryConfig {

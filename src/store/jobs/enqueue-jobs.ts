@@ -7,7 +7,8 @@ import type { NewJob } from "../../input/enqueue-input.js";
 import type { QueryConfig } from "pg";
 import type { FoldedNotify } from "../../../coordinators/spi.js";
 import { asDatabaseUnavailable } from "../../db/connection-failure.js";
-import { jobColumns, jobFromRow, type Job, type JobRow } from "./job-row.js";
+import { compareIdText } from "../../logic/job-ids.js";
+import { jobColumns, jobFromRow, withJobRowTypes, type Job, type JobRow } from "./job-row.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
 /**
@@ -96,10 +97,24 @@ async function insertRound(
   ];
   const statements = insertStatementsOf(t);
   const res = await db.query<JobRow>(
-    notify ? statements.notify([...values, notify.channel, notify.payload]) : statements.plain(values),
+    withJobRowTypes(
+      notify ? statements.notify([...values, notify.channel, notify.payload]) : statements.plain(values),
+    ),
   );
-  // Ids come from one sequence in ORDER BY ord order, so sorting by id restores the input order.
-  return res.rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+  // Ids come from one sequence in ORDER BY ord order, so sorting by id restores the input order. RETURNING
+  // gives them in that order already; the check costs one pass where a sort would parse ids on every
+  // comparison.
+  const rows = res.rows;
+  for (let i = 1; i < rows.length; i++) {
+    if (compareIdText(rows[i - 1]!.id, rows[i]!.id) > 0)
+      return rows.sort((a, b) => compareIdText(a.id, b.id));
+  }
+  return rows;
+}
+
+/** The job of an inserted or found row, marked whether this call inserted it. */
+function enqueued(row: JobRow, inserted: boolean): EnqueuedJob {
+  return Object.assign(jobFromRow(row), { inserted });
 }
 
 /**
@@ -129,6 +144,9 @@ async function insertJobs(
   notify: FoldedNotify | undefined,
 ): Promise<EnqueuedJob[]> {
   const out: (EnqueuedJob | undefined)[] = new Array(jobs.length);
+  // Ids of the rows already given to an item of this call: a later item given the same row (the same
+  // unique key) gets it as a duplicate, not as inserted.
+  const given = new Set<string>();
   let pending = jobs.map((job, index) => ({ job, index }));
   // A few rounds cover the race where the live row of a key finishes between our insert and look-up.
   for (let round = 0; pending.length > 0 && round < 5; round++) {
@@ -150,31 +168,35 @@ async function insertJobs(
       const key = p.job.uniqueKey;
       if (key === null) {
         const row = plain[nextPlain++];
-        if (row) out[p.index] = { ...jobFromRow(row), inserted: true };
+        if (row) out[p.index] = enqueued(row, true);
         continue;
       }
       const row = byKey.get(key);
       if (row) {
         // The first item with a key inserts it; later items in the same call get it as a duplicate.
-        const first = !out.some((o) => o?.id === row.id);
-        out[p.index] = { ...jobFromRow(row), inserted: first };
+        out[p.index] = enqueued(row, !given.has(row.id));
+        given.add(row.id);
       } else {
         missingKeys.push(key);
       }
     }
     if (missingKeys.length === 0) break;
     const live = await db.query<JobRow>(
-      `SELECT ${jobColumns()} FROM ${t.jobs}
-       WHERE unique_key = ANY($1::text[]) AND status IN ('PENDING', 'RUNNING')`,
-      [missingKeys],
+      withJobRowTypes({
+        text: `SELECT ${jobColumns()} FROM ${t.jobs}
+               WHERE unique_key = ANY($1::text[]) AND status IN ('PENDING', 'RUNNING')`,
+        values: [missingKeys],
+      }),
     );
     const liveByKey = new Map(live.rows.map((r) => [r.unique_key as string, r]));
     const still: typeof pending = [];
     for (const p of pending) {
       if (out[p.index] !== undefined || p.job.uniqueKey === null) continue;
       const row = liveByKey.get(p.job.uniqueKey);
-      if (row) out[p.index] = { ...jobFromRow(row), inserted: false };
-      else still.push(p);
+      if (row) {
+        out[p.index] = enqueued(row, false);
+        given.add(row.id);
+      } else still.push(p);
     }
     pending = still;
   }

@@ -50,6 +50,19 @@ describe("enqueue", () => {
     expect(await pawl.getJob("999999999")).toBeNull();
   });
 
+  it("returns the job as getJob reads it: its timestamps are Dates, the same to the millisecond", async () => {
+    const runAt = new Date("2031-05-06T07:08:09.123Z");
+    const [job] = await pawl.enqueueMany([{ type: "ts", runAt }, { type: "ts" }]);
+    const read = await pawl.getJob(job!.id);
+    for (const k of ["scheduledTime", "createdAt", "updatedAt"] as const) {
+      expect(job![k]).toBeInstanceOf(Date);
+      expect(job![k].getTime()).toBe(read![k].getTime());
+    }
+    expect(job!.scheduledTime).toEqual(runAt);
+    expect(job!.pickedAt).toBeNull();
+    expect(job!.finishedAt).toBeNull();
+  });
+
   it("maps named priorities and accepts runAt", async () => {
     const runAt = new Date("2030-01-01T00:00:00Z");
     const jobs = await pawl.enqueueMany([
