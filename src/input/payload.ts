@@ -24,8 +24,6 @@ interface Frame {
   parent: Frame | null;
   key: string | number | null;
   depth: number;
-  /** Set on the second visit of a container: its children are done, it leaves the current path. */
-  leaving?: boolean;
 }
 
 const identifier = /^[A-Za-z_$][\w$]*$/;
@@ -50,15 +48,8 @@ function bad(frame: Frame | null, why: string): ValidationError {
  */
 export function checkPayload(payload: unknown): void {
   const stack: Frame[] = [{ value: payload, parent: null, key: null, depth: 0 }];
-  // The containers on the path from the root to the current value: a repeat is a cycle, while the same
-  // object reached twice through different branches (a DAG) is fine, as JSON.stringify writes it twice.
-  const onPath = new Set<object>();
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
     const value = frame.value;
-    if (frame.leaving) {
-      onPath.delete(value as object);
-      continue;
-    }
     if (value === null || typeof value === "boolean") continue;
     if (typeof value === "string") {
       const problem = textProblem(value);
@@ -70,11 +61,15 @@ export function checkPayload(payload: unknown): void {
       continue;
     }
     if (typeof value !== "object") throw bad(frame, `a ${typeof value} is not JSON`);
-    if (onPath.has(value)) throw bad(frame, "it is circular");
+    // A container that is its own ancestor is a cycle, while the same object reached twice through
+    // different branches (a DAG) is fine, as JSON.stringify writes it twice. The ancestors are the parent
+    // chain, at most maxPayloadDepth long; walking it allocates nothing, where a set of the containers on
+    // the path cost every payload a Set and a second visit of each container.
+    for (let up = frame.parent; up !== null; up = up.parent) {
+      if (up.value === value) throw bad(frame, "it is circular");
+    }
     const depth = frame.depth + 1;
     if (depth > maxPayloadDepth) throw bad(frame, `it is nested deeper than ${maxPayloadDepth} levels`);
-    onPath.add(value);
-    stack.push({ ...frame, leaving: true });
     if (Array.isArray(value)) {
       // Pushed last-first so elements are checked in order (a hole is found as it is pushed).
       for (let i = value.length - 1; i >= 0; i--) {
@@ -93,12 +88,12 @@ export function checkPayload(payload: unknown): void {
         `a ${typeof name === "string" ? name : "non-plain object"} is not a plain JSON object`,
       );
     }
-    const entries = Object.entries(value);
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [k, v] = entries[i] as [string, unknown];
+    const keys = Object.keys(value);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const k = keys[i]!;
       const problem = textProblem(k);
       if (problem !== null) throw bad(frame, `the key ${JSON.stringify(k)}: ${problem}`);
-      stack.push({ value: v, parent: frame, key: k, depth });
+      stack.push({ value: (value as Record<string, unknown>)[k], parent: frame, key: k, depth });
     }
   }
 }
