@@ -31,14 +31,16 @@ export interface HintCoalescerOptions {
 }
 
 /**
- * Merges two work hints: the highest priority, and the target only when both name the same one.
- * Pure, so the merge rule is testable on its own.
+ * Merges two work hints: the highest priority, the target only when both name the same one, `released`
+ * when either is, `unkeyed` only when both are. Pure, so the merge rule is testable on its own.
  */
 export function mergeHints(a: WakeupHint, b: WakeupHint): WakeupHint {
   const merged: WakeupHint = { priority: Math.max(a.priority, b.priority), source: a.source };
   if (a.target !== undefined && a.target === b.target) merged.target = a.target;
   // A released job hidden in a merged hint must still trigger the receivers' full pass.
   if (a.released === true || b.released === true) merged.released = true;
+  // Unkeyed only when both are: a keyed job hidden in a merged hint must still make the receivers look.
+  if (a.unkeyed === true && b.unkeyed === true) merged.unkeyed = true;
   return merged;
 }
 

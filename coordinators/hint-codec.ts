@@ -42,6 +42,7 @@ interface WireHint {
   jobId?: string;
   jobIds?: string[];
   released?: true;
+  unkeyed?: true;
 }
 
 /**
@@ -64,6 +65,7 @@ export function encodeHint(hint: WakeupHint): string | null {
   if (hint.target !== undefined) wire.target = hint.target;
   if (wire.kind === "cancel") wire.jobId = hint.jobId;
   if (wire.kind === "work" && hint.released === true) wire.released = true;
+  if (wire.kind === "work" && hint.unkeyed === true) wire.unkeyed = true;
   if (wire.kind === "finished" && hint.jobIds !== undefined) wire.jobIds = hint.jobIds;
   let text = JSON.stringify(wire);
   if (Buffer.byteLength(text) > MAX_ENCODED_HINT_BYTES && wire.target !== undefined) {
@@ -120,6 +122,7 @@ export function decodeHint(raw: unknown): WakeupHint | null {
   if (wire.kind === "finished" && wire.jobIds !== undefined) hint.jobIds = wire.jobIds as string[];
   // Optional and added after version 1 shipped: anything but `true` is read as absent, not as malformed.
   if (wire.kind === "work" && wire.released === true) hint.released = true;
+  if (wire.kind === "work" && wire.unkeyed === true) hint.unkeyed = true;
   return isValidHint(hint) ? hint : null;
 }
 

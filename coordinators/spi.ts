@@ -30,6 +30,13 @@ export interface WakeupHint {
    * pass), instead of finding them at its next full pass (up to a minute on an idle node).
    */
   released?: boolean;
+  /**
+   * For work: none of it carries a concurrency key. A node whose last look found no keyed row live then
+   * claims without the keyed statement, so the job starts one round trip sooner. Absent means "may carry
+   * keys" (the node looks at keyed rows too): what older publishers, SQL enqueues and merged hints that
+   * disagree send, and always safe.
+   */
+  unkeyed?: boolean;
 }
 
 /** Counters and state every coordinator exposes, read by metrics and the inspector. */

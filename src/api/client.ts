@@ -174,7 +174,10 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
     const tx = client === undefined ? undefined : asQueryable(client);
     const store = tx ? this.store.withClient(tx) : this.store;
     const rows = await traceInsert(this.tracing, jobs, (js) => store.enqueue(js, notify));
-    await this.hooks?.afterEnqueue(rows, tx, notify !== undefined);
+    await this.hooks?.afterEnqueue(rows, tx, {
+      folded: notify !== undefined,
+      keyed: jobs.some((j) => j.concurrencyKey != null),
+    });
     return rows;
   }
 

@@ -17,6 +17,8 @@ export interface HintJob {
   priority: number;
   /** Whether it runs now (no delay). */
   due: boolean;
+  /** Whether it carries a concurrency key; absent: not known (an announced row), treated as keyed. */
+  keyed?: boolean;
 }
 
 /** The hint an enqueue of `jobs` publishes, or null when it should not wake anyone. */
@@ -25,25 +27,37 @@ export function urgentHint(jobs: readonly HintJob[], source: string): WakeupHint
   let priority = -Infinity;
   let critical = false;
   let target: string | undefined = jobs[0]!.type;
+  let unkeyed = true;
   for (const j of jobs) {
     if (j.priority > priority) priority = j.priority;
     if (j.priority >= priorities.critical) critical = true;
     if (j.type !== target) target = undefined;
+    if (j.keyed !== false) unkeyed = false;
   }
   if (!critical && !(jobs.length === 1 && jobs[0]!.due)) return null;
-  return { priority, source, ...(target !== undefined ? { target } : {}) };
+  const hint: WakeupHint = { priority, source };
+  if (target !== undefined) hint.target = target;
+  if (unkeyed) hint.unkeyed = true;
+  return hint;
 }
 
 /** A job about to be inserted, as the rule sees it (`now` in ms since the epoch, local clock). */
 export function hintJobOfNew(job: NewJob, now: number): HintJob {
   const due = job.runAt === null ? job.delayMs <= dueSlackMs : job.runAt.getTime() <= now + dueSlackMs;
-  return { type: job.type, priority: job.priority, due };
+  return { type: job.type, priority: job.priority, due, keyed: job.concurrencyKey != null };
 }
 
-/** An inserted job, as the rule sees it. */
+/**
+ * An inserted job, as the rule sees it. A row does not say whether it carries a concurrency key: `keyed`
+ * is what the caller knows of the batch (absent: not known).
+ */
 export function hintJobOfRow(
   job: { type: string; priority: number; scheduledTime: Date },
   now: number,
+  keyed?: boolean,
 ): HintJob {
-  return { type: job.type, priority: job.priority, due: job.scheduledTime.getTime() <= now + dueSlackMs };
+  const due = job.scheduledTime.getTime() <= now + dueSlackMs;
+  return keyed === undefined
+    ? { type: job.type, priority: job.priority, due }
+    : { type: job.type, priority: job.priority, due, keyed };
 }

@@ -18,7 +18,7 @@
  */
 import type { Coordinator, FoldedNotify } from "../../coordinators/spi.js";
 import { MAX_FINISHED_IDS } from "../../coordinators/hint-codec.js";
-import type { ClientHooks } from "../composition/client-hooks.js";
+import type { AfterEnqueue, ClientHooks } from "../composition/client-hooks.js";
 import { coordinatorFor, type ResolvedConfig } from "../input/config.js";
 import { hintJobOfNew, hintJobOfRow, urgentHint } from "./enqueue-hints.js";
 import type { NewJob, TypeDefaults } from "../input/enqueue-input.js";
@@ -155,23 +155,26 @@ export class NodeHooks implements ClientHooks {
   async afterEnqueue(
     jobs: readonly EnqueuedJob[],
     tx: Queryable | undefined,
-    folded = false,
-    released = false,
+    how: AfterEnqueue = {},
   ): Promise<void> {
     const now = Date.now();
-    const fresh = jobs.filter((j) => j.inserted && j.status === "PENDING").map((j) => hintJobOfRow(j, now));
+    const fresh = jobs
+      .filter((j) => j.inserted && j.status === "PENDING")
+      .map((j) => hintJobOfRow(j, now, how.keyed));
     if (fresh.length === 0) return;
-    if (this.runtime && fresh.some((j) => j.due && this.types.has(j.type))) this.runtime.wake("local");
+    if (this.runtime && fresh.some((j) => j.due && this.types.has(j.type))) {
+      this.runtime.wake("local", undefined, how.keyed === false);
+    }
     // Delayed jobs this node runs: it knows when they come due, and looks then (src/logic/due-times.ts).
     this.runtime?.noteDue(
       jobs
         .filter((j) => j.inserted && j.status === "PENDING" && this.types.has(j.type))
         .map((j) => ({ priority: j.priority, inMs: j.scheduledTime.getTime() - now })),
     );
-    if (folded || this.stopping) return;
+    if (how.folded === true || this.stopping) return;
     const urgent = urgentHint(fresh, this.config.nodeId);
     if (!urgent) return;
-    const hint = released ? { ...urgent, released: true } : urgent;
+    const hint = how.released === true ? { ...urgent, released: true } : urgent;
     if (tx) {
       const coordinator = await this.coordinator();
       const stmt = coordinator.inTransaction?.(hint);

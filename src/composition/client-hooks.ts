@@ -14,6 +14,19 @@ import type { CancelResult } from "../store/jobs/cancel-job.js";
 import type { EnqueuedJob } from "../store/jobs/enqueue-jobs.js";
 import type { Queryable } from "../db/sql.js";
 
+/** What an enqueue tells {@link ClientHooks.afterEnqueue} besides its rows. */
+export interface AfterEnqueue {
+  /** The insert statement carried the notify already (nothing to publish). */
+  folded?: boolean;
+  /** The jobs are existing rows made runnable again (a signal, a resume) rather than new ones. */
+  released?: boolean;
+  /**
+   * Whether any of the jobs carries a concurrency key. Absent: not known (announced rows), which wakes
+   * claimers to look at keyed rows as well.
+   */
+  keyed?: boolean;
+}
+
 /**
  * What a client asks of its node: type defaults for enqueue, and what to do before and after jobs are
  * written (fold a wakeup into the insert, wake the local poller, publish a hint).
@@ -26,15 +39,11 @@ export interface ClientHooks {
    * `Coordinator.foldNotify`), or undefined to publish after it, if at all.
    */
   foldWakeup(jobs: readonly NewJob[], transactional: boolean): FoldedNotify | undefined;
-  /**
-   * After an insert; `folded` when the insert statement carried the notify already, `released` when the
-   * jobs are existing rows made runnable again (a signal, a resume) rather than new ones.
-   */
+  /** After an insert: wakes this node's poller and publishes a hint, as `how` allows. */
   afterEnqueue(
     jobs: readonly EnqueuedJob[],
     inTransaction: Queryable | undefined,
-    folded?: boolean,
-    released?: boolean,
+    how?: AfterEnqueue,
   ): Promise<void>;
   /** After a cancel: a running job is stopped where it runs (here, or on another node through a hint). */
   afterCancel(result: CancelResult): void;

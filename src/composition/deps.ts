@@ -94,5 +94,5 @@ export async function announce(
     if (!had || w.priority > had.priority) byType.set(w.type, w);
   }
   // Called as a method: the hooks may be a class instance that needs its `this`.
-  for (const w of byType.values()) await hooks.afterEnqueue([asEnqueued(w, w.id)], client, false, released);
+  for (const w of byType.values()) await hooks.afterEnqueue([asEnqueued(w, w.id)], client, { released });
 }

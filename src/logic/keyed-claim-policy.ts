@@ -7,9 +7,10 @@
  * - Both claims run in a poll, alternating which goes first, so a backlog of keyed jobs and one of unkeyed
  *   jobs share a node's room about evenly.
  * - While no keyed row is live (the keyed answer says so), the keyed claim is not sent until a wakeup or
- *   `recheckMs` later: a node whose jobs carry no keys pays no extra statement per poll. A poll woken for
- *   new work then sends the unkeyed claim alone when it finds jobs (they start after one statement, not
- *   two), and the keyed look follows at the next poll.
+ *   `recheckMs` later: a node whose jobs carry no keys pays no extra statement per poll. A wakeup whose
+ *   hint says the new work carries no key leaves that wait alone. A poll woken for work that may carry
+ *   keys sends the unkeyed claim alone when it finds jobs (they start after one statement, not two), and
+ *   the keyed look follows at the next poll.
  * - When the unkeyed claim came back short, the keyed claim goes first for `recheckMs`; when it came back
  *   empty while keyed rows are live, it is not sent at all for that long (an unkeyed claim that finds
  *   nothing still reads the oldest rows of the claim index, keyed rows it must step over). A wakeup ends
@@ -91,9 +92,14 @@ export function afterKeyedAnswer(
   return { ...m, keyedLive, nextLookMs: keyedLive ? m.nextLookMs : now + recheckMs };
 }
 
-/** The memory after a wakeup: new work may carry a key or none, so the next poll looks with both claims. */
-export function afterKeyedWakeup(m: KeyedClaimMemory): KeyedClaimMemory {
-  return { ...m, nextLookMs: 0, keyedFirstUntilMs: 0, unkeyedQuietUntilMs: 0 };
+/**
+ * The memory after a wakeup. New work may carry a key or none, so the next poll looks with both claims;
+ * when the hint says it carries none (`unkeyed`), a node that saw no keyed row live keeps waiting for its
+ * next look (`nextLookMs`), and only the unkeyed claim's holds end.
+ */
+export function afterKeyedWakeup(m: KeyedClaimMemory, unkeyed = false): KeyedClaimMemory {
+  const unkeyedNow = { ...m, keyedFirstUntilMs: 0, unkeyedQuietUntilMs: 0 };
+  return unkeyed ? unkeyedNow : { ...unkeyedNow, nextLookMs: 0 };
 }
 
 /** The memory when the node asks for a full pass (a freed key or permit): look at keyed rows at once. */

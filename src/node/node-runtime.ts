@@ -207,10 +207,13 @@ export class NodeRuntime {
     return this.lanes.room();
   }
 
-  /** Wakes the poller (local enqueue or a coordinator hint). */
-  wake(source: "local" | "coordinator", hint?: WakeupHint): void {
+  /**
+   * Wakes the poller (local enqueue or a coordinator hint). `unkeyed`: the new work is known to carry no
+   * concurrency key (the hint's flag, or what a local enqueue knows of its jobs).
+   */
+  wake(source: "local" | "coordinator", hint?: WakeupHint, unkeyed = hint?.unkeyed === true): void {
     if (this.draining) return;
-    this.lanes.onWakeup();
+    this.lanes.onWakeup(unkeyed);
     this.actor("strategy")?.send({ type: "WAKEUP", now: this.deps.clock.now() });
     this.actor("poller")?.send({ type: "WAKE" });
     this.deps.events.emit("wakeup", hint ? { source, hint } : { source });

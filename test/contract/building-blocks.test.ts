@@ -50,6 +50,22 @@ describe("hint codec", () => {
     });
   });
 
+  it("carries `unkeyed` on work hints only, and keeps it through a merge only when both say it", () => {
+    const unkeyed: WakeupHint = { priority: 30, source: "node-a", unkeyed: true };
+    expect(decodeHint(encodeHint(unkeyed))).toEqual({ ...unkeyed, kind: "work" });
+    expect(encodeHint({ kind: "cancel", jobId: "7", priority: 0, source: "a", unkeyed: true })).not.toContain(
+      "unkeyed",
+    );
+    // An older node's hint, and a value that is not true: may carry keys.
+    expect(decodeHint('{"pawl":1,"kind":"work","priority":1,"source":"a"}')?.unkeyed).toBeUndefined();
+    expect(
+      decodeHint('{"pawl":1,"kind":"work","priority":1,"source":"a","unkeyed":1}')?.unkeyed,
+    ).toBeUndefined();
+    expect(mergeHints(unkeyed, { priority: 0, source: "a", unkeyed: true }).unkeyed).toBe(true);
+    expect(mergeHints(unkeyed, { priority: 0, source: "a" }).unkeyed).toBeUndefined();
+    expect(mergeHints({ priority: 0, source: "a" }, unkeyed).unkeyed).toBeUndefined();
+  });
+
   it.each([
     ["not JSON", "nope"],
     ["an array", "[1,2]"],

@@ -158,9 +158,9 @@ export class NodeLanes {
     return this.all.flatMap((l) => l.buffer.takeAll());
   }
 
-  /** New work was announced: every lane's claimer hears of it. */
-  onWakeup(): void {
-    for (const l of this.all) l.claimer.onWakeup();
+  /** New work was announced (`unkeyed`: none of it carries a concurrency key): every lane's claimer hears of it. */
+  onWakeup(unkeyed?: boolean): void {
+    for (const l of this.all) l.claimer.onWakeup(unkeyed);
   }
 
   /** Rows went back to PENDING under their old ids: claimers that look past floors look everywhere next. */

@@ -24,8 +24,11 @@ export interface Claimer {
    * src/logic/due-times.ts): a claimer that does not look everywhere every poll must look there now.
    */
   claim(limit: number, types: readonly string[], dueLevels?: readonly number[]): Promise<ClaimedJob[]>;
-  /** New work was announced (a local enqueue or a coordinator hint). */
-  onWakeup(): void;
+  /**
+   * New work was announced (a local enqueue or a coordinator hint). `unkeyed`: the announcement says none
+   * of it carries a concurrency key (a claimer that looks at keyed rows separately need not look there).
+   */
+  onWakeup(unkeyed?: boolean): void;
   /**
    * Existing rows went back to PENDING under their old ids: look at everything at the next poll. Only
    * claimers that look past floors need it (claim cursors); the classic claim sees everything anyway.

@@ -138,9 +138,9 @@ export class KeyedClaimer implements Claimer {
     return this.lastHeldBack;
   }
 
-  onWakeup(): void {
-    this.memory = afterKeyedWakeup(this.memory);
-    this.inner.onWakeup();
+  onWakeup(unkeyed?: boolean): void {
+    this.memory = afterKeyedWakeup(this.memory, unkeyed === true);
+    this.inner.onWakeup(unkeyed);
   }
 
   requestFullPass(): void {

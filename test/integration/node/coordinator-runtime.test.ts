@@ -69,6 +69,24 @@ describe.each(transports())("wakeups through the %s coordinator", (coordinator) 
     expect(performance.now() - t0).toBeLessThan(2000); // the receiver's next poll was 30 s away
   });
 
+  it("says whether the woken work carries concurrency keys", async () => {
+    const type = `keys-${randomBytes(3).toString("hex")}`;
+    const b = await idleReceiver(coordinator, (n) => n.register(type, async () => "done"));
+    const a = node(coordinator);
+    await startConnected(a);
+    const hintOf = async (options: Parameters<Pawl["enqueue"]>[2]) => {
+      const woken = b.events.next("wakeup", (e) => e.source === "coordinator", 5000);
+      const done = b.events.next("job:succeeded", (e) => e.job.type === type, 5000);
+      await a.enqueue(type, {}, options);
+      const { hint } = await woken;
+      await done;
+      return hint;
+    };
+    // Unkeyed work lets an idle receiver claim without the keyed statement (docs/fairness.md).
+    expect((await hintOf({ priority: "critical" }))?.unkeyed).toBe(true);
+    expect((await hintOf({ priority: "critical", concurrencyKey: "acct-1" }))?.unkeyed).toBeUndefined();
+  });
+
   it("carries the cancellation of a running job to the node running it", async () => {
     const type = `long-${randomBytes(3).toString("hex")}`;
     const seen: boolean[] = [];

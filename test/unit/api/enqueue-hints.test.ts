@@ -33,6 +33,27 @@ describe("urgentHint", () => {
   ])("%s", (_label, jobs, expected) => {
     expect(urgentHint(jobs, "n")).toEqual(expected);
   });
+
+  it.each<[string, (boolean | undefined)[], boolean]>([
+    ["every job known to carry no key", [false, false], true],
+    ["one job with a key", [false, true], false],
+    ["one job not known (an announced row)", [false, undefined], false],
+  ])("says unkeyed only for %s", (_label, keyed, unkeyed) => {
+    const jobs = keyed.map((k): HintJob => ({
+      ...job("mail", 30, true),
+      ...(k === undefined ? {} : { keyed: k }),
+    }));
+    expect(urgentHint(jobs, "n")?.unkeyed === true).toBe(unkeyed);
+  });
+
+  it("knows a new job's key, and a row's only from the caller", () => {
+    expect(hintJobOfNew(newJob({ concurrencyKey: "acct-1" }), 0).keyed).toBe(true);
+    expect(hintJobOfNew(newJob({ concurrencyKey: null }), 0).keyed).toBe(false);
+    expect(hintJobOfNew(newJob({}), 0).keyed).toBe(false);
+    const row = { type: "t", priority: 10, scheduledTime: new Date(0) };
+    expect(hintJobOfRow(row, 0).keyed).toBeUndefined();
+    expect(hintJobOfRow(row, 0, false).keyed).toBe(false);
+  });
 });
 
 describe("due now", () => {

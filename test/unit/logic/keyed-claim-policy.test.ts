@@ -147,6 +147,41 @@ describe("keyed claim policy: what the answers teach", () => {
     });
   });
 
+  it("a wakeup for work without keys ends the unkeyed holds but leaves the keyed look where it was", () => {
+    const waiting = m({
+      keyedLive: false,
+      nextLookMs: 900,
+      keyedFirstUntilMs: 900,
+      unkeyedQuietUntilMs: 900,
+    });
+    const woken = afterKeyedWakeup(waiting, true);
+    expect(woken).toEqual({ ...waiting, keyedFirstUntilMs: 0, unkeyedQuietUntilMs: 0 });
+    expect(planKeyedClaim(woken, 100).plan).toEqual({ kind: "unkeyed" });
+    // With keyed rows live it changes nothing about sending both.
+    expect(planKeyedClaim(afterKeyedWakeup(m({ keyedFirst: true }), true), 100).plan).toEqual(both(false));
+  });
+
+  it.each<[string, boolean, number]>([
+    // Every poll woken: the look owed after each unkeyed find is paid by the next, in front of its jobs.
+    ["hints that may carry keys", false, 10],
+    // Only the look every recheckMs comes due, as on a node that is never woken.
+    ["hints that say unkeyed", true, 1],
+  ])("pickups each woken by %s: polls that send two statements in 2 s", (_label, unkeyed, twice) => {
+    let memory = afterKeyedAnswer(initialKeyedClaimMemory, false, 0, recheck);
+    let doubles = 0;
+    for (let now = 100; now < 2100; now += 100) {
+      memory = afterKeyedWakeup(memory, unkeyed);
+      const { plan, memory: planned } = planKeyedClaim(memory, now);
+      memory = planned;
+      if (plan.kind === "both") {
+        doubles++;
+        memory = afterKeyedAnswer(memory, false, now, recheck);
+      }
+      memory = afterUnkeyedAnswer(memory, plan, { claimed: 1, asked: 10 }, now, recheck);
+    }
+    expect(doubles).toBe(twice);
+  });
+
   it("a node whose jobs carry no keys sends one statement per poll after its first look", () => {
     let memory = initialKeyedClaimMemory;
     const sent: string[] = [];

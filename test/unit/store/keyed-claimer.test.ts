@@ -135,4 +135,37 @@ describe("KeyedClaimer while no keyed row is live", () => {
     await c.claim(10, ["t"]);
     expect(calls).toEqual(["plain", "keyed"]);
   });
+
+  it("sends only the unkeyed claim for wakeups whose hint says unkeyed, until its next look is due", async () => {
+    const clock = new ManualClock(0);
+    const calls: string[] = [];
+    const c = claimers(
+      async () => {
+        calls.push("plain");
+        return [job("p")];
+      },
+      async () => {
+        calls.push("keyed");
+        return { jobs: [], keyed: false, nextKey: null };
+      },
+      clock,
+    );
+    await c.claim(10, ["t"]);
+    calls.length = 0;
+    for (let i = 0; i < 5; i++) {
+      clock.advance(100);
+      c.onWakeup(true);
+      await c.claim(10, ["t"]);
+    }
+    // No look was owed: each woken poll was one statement.
+    expect(calls).toEqual(["plain", "plain", "plain", "plain", "plain"]);
+    // recheckMs after the last look, the keyed rows are looked at again: the woken poll finds unkeyed jobs
+    // and owes the look, which the next poll pays (keyed first, the unkeyed answer having been short).
+    calls.length = 0;
+    clock.advance(1000);
+    c.onWakeup(true);
+    await c.claim(10, ["t"]);
+    await c.claim(10, ["t"]);
+    expect(calls).toEqual(["plain", "keyed", "plain"]);
+  });
 });
