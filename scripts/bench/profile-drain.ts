@@ -3,7 +3,8 @@
  * bench's drain: no event listener on the job path) and, run under `node --cpu-prof`, summarises the
  * profile it leaves: the top self-time functions and the share of xstate, pg, garbage collection, idle and
  * pawl itself. Each drain also prints its node CPU by phase (start(), the first 1,000 jobs, the next 9,000,
- * the rest): how much of a fresh process's figure is warm-up.
+ * the rest): how much of a fresh process's figure is warm-up. `--rounds N` drains N times in the same
+ * process, each on a fresh schema with a fresh node: what the same drain costs once V8 has compiled it.
  *
  * ```sh
  * npm run build
@@ -25,6 +26,7 @@ const { values: flags } = parseArgs({
     concurrency: { type: "string", default: "10" },
     summarise: { type: "string" },
     top: { type: "string", default: "25" },
+    rounds: { type: "string", default: "1" },
     "database-url": { type: "string" },
   },
 });
@@ -90,18 +92,26 @@ if (flags.summarise) {
   summarise(flags.summarise, Number(flags.top));
 } else {
   const url = benchDatabaseUrl(flags["database-url"]);
-  const schema = "bench_pawl_profile";
-  const jobs = Number(flags.jobs);
   await ensureDatabase(url);
+  registerBenchTracing(); // PAWL_BENCH_TRACING=on: the SDK with a no-op exporter (lib/bench-tracing.ts)
+  const rounds = Number(flags.rounds);
+  for (let round = 1; round <= rounds; round++) {
+    if (rounds > 1) console.log(`round ${round} of ${rounds}`);
+    await drainOnce(url, Number(flags.jobs), Number(flags.concurrency));
+  }
+}
+
+/** One drain of `jobs` no-op jobs on a fresh schema by a fresh node in this process; prints its figures. */
+async function drainOnce(url: string, jobs: number, concurrency: number): Promise<void> {
+  const schema = "bench_pawl_profile";
   await resetSchema(url, schema);
   const admin = new pg.Pool({ connectionString: url, max: 2 });
   await insertJobs(admin, schema, jobs);
   await admin.query(`VACUUM ANALYZE "${schema}".scheduler_job_queue`);
-  registerBenchTracing(); // PAWL_BENCH_TRACING=on: the SDK with a no-op exporter (lib/bench-tracing.ts)
   const node = createPawl({
     connectionString: url,
     schema,
-    concurrency: Number(flags.concurrency),
+    concurrency,
     // PAWL_BENCH_TRACING=sdk-span: the SDK is registered, pawl does not trace, the handler starts a span.
     ...(benchPawlTracing ? {} : { tracing: false }),
   });
