@@ -129,13 +129,12 @@ describe("keyed claim policy: what the answers teach", () => {
     });
   });
 
+  // A node that saw no keyed row live, waiting until 900 for its next keyed look, with both holds on.
+  const waitingForLook = () =>
+    m({ keyedLive: false, nextLookMs: 900, keyedFirstUntilMs: 900, unkeyedQuietUntilMs: 900 });
+
   it("a wakeup looks at both at once; a full-pass request looks at keyed rows at once", () => {
-    const waiting = m({
-      keyedLive: false,
-      nextLookMs: 900,
-      keyedFirstUntilMs: 900,
-      unkeyedQuietUntilMs: 900,
-    });
+    const waiting = waitingForLook();
     expect(planKeyedClaim(waiting, 100).plan).toEqual({ kind: "unkeyed" });
     const woken = afterKeyedWakeup(waiting);
     expect(woken).toMatchObject({ nextLookMs: 0, keyedFirstUntilMs: 0, unkeyedQuietUntilMs: 0 });
@@ -148,12 +147,7 @@ describe("keyed claim policy: what the answers teach", () => {
   });
 
   it("a wakeup for work without keys ends the unkeyed holds but leaves the keyed look where it was", () => {
-    const waiting = m({
-      keyedLive: false,
-      nextLookMs: 900,
-      keyedFirstUntilMs: 900,
-      unkeyedQuietUntilMs: 900,
-    });
+    const waiting = waitingForLook();
     const woken = afterKeyedWakeup(waiting, true);
     expect(woken).toEqual({ ...waiting, keyedFirstUntilMs: 0, unkeyedQuietUntilMs: 0 });
     expect(planKeyedClaim(woken, 100).plan).toEqual({ kind: "unkeyed" });
