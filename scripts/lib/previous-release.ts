@@ -2,10 +2,12 @@
  * The previous release's tree (scripts/previous-release.txt), taken from git history: the rolling-upgrade
  * test runs its node beside this tree's, and the fairness bench measures its throughput beside this tree's
  * in the same run ("jobs without a key at today's speed"). `git archive` into a temp directory with this
- * checkout's node_modules linked in; kept between runs.
+ * checkout's node_modules linked in; kept between runs, one directory per release and checkout (a tree
+ * shared between checkouts would link one checkout's node_modules, and dangle once that one is deleted).
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,7 +29,8 @@ export function previousRelease(): string {
  */
 export function previousTree(): string {
   const previous = previousRelease();
-  const dir = join(tmpdir(), `pawl-release-${previous}`);
+  const checkout = createHash("sha256").update(repoRoot).digest("hex").slice(0, 12);
+  const dir = join(tmpdir(), `pawl-release-${previous}-${checkout}`);
   if (!existsSync(join(dir, "package.json"))) {
     let archive: Buffer;
     try {
@@ -54,7 +57,29 @@ export function previousTree(): string {
       rmSync(partial, { recursive: true, force: true });
     }
   }
-  if (!existsSync(join(dir, "node_modules")))
-    symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"));
+  linkNodeModules(dir);
   return dir;
+}
+
+/**
+ * Points `dir`/node_modules at this checkout's, unless it already does. The new link is made beside and
+ * renamed over the old one, so a concurrent caller never sees the tree without it.
+ */
+function linkNodeModules(dir: string): void {
+  const link = join(dir, "node_modules");
+  const target = join(repoRoot, "node_modules");
+  if (readLink(link) === target) return;
+  const fresh = `${link}.link-${process.pid}`;
+  rmSync(fresh, { force: true });
+  symlinkSync(target, fresh);
+  renameSync(fresh, link);
+}
+
+/** Where a symlink points, or null when there is none. */
+function readLink(path: string): string | null {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return null;
+  }
 }
