@@ -76,8 +76,17 @@ export interface Tables {
   s: string;
   /** The live jobs (PENDING, RUNNING, WAITING, PAUSED): what claims, outcomes and enqueues touch. */
   jobs: string;
-  /** Jobs that ended (SUCCEEDED, CANCELED, DEAD), moved out of `jobs` under the same id (migration 0005). */
+  /**
+   * Jobs that ended (SUCCEEDED, CANCELED, DEAD), moved out of `jobs` under the same id (migration 0005): the
+   * parent of the finished partitions (migration 0016), which every read and write of finished rows names.
+   */
   finished: string;
+  /** The finished partition pruned row by row: DEAD, CANCELED, and SUCCEEDED rows no time range covered. */
+  finishedRows: string;
+  /** The safety net under the time partitions (a row no range covers); pruned row by row. */
+  finishedDefault: string;
+  /** The time partitions that exist, one row each (range_start, range_end). */
+  finishedPartitions: string;
   /** Every job, live or finished (a UNION ALL view of the two): what reads by id or by filter use. */
   all: string;
   nodes: string;
@@ -103,6 +112,9 @@ export function tablesFor(schema: string, prepared = true): Tables {
     prepared,
     jobs: `${s}.scheduler_job_queue`,
     finished: `${s}.scheduler_job_finished`,
+    finishedRows: `${s}.scheduler_job_finished_rows`,
+    finishedDefault: `${s}.scheduler_job_finished_succeeded_default`,
+    finishedPartitions: `${s}.scheduler_job_finished_partition`,
     all: `${s}.scheduler_job_all`,
     nodes: `${s}.scheduler_node`,
     locks: `${s}.scheduler_lock`,

@@ -25,6 +25,7 @@ import type {
   NodeRegistryStore,
   OrphanStore,
   PruneStore,
+  HistoryPartitionStore,
   RecurringStore,
 } from "./cluster/cluster-store.js";
 import type { JobCount, ListJobsFilter } from "./jobs/read-jobs.js";
@@ -184,6 +185,7 @@ export interface ClusterStore
     LeaseStore,
     OrphanStore,
     PruneStore,
+    HistoryPartitionStore,
     RecurringStore,
     Pick<JobLifecycleStore, "enqueue">,
     Pick<TransactionStore, "transaction" | "databaseTime"> {

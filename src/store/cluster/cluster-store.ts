@@ -7,6 +7,7 @@
  * Every method that decides by time takes an optional `now`: null (the default) is the database's `now()`,
  * the cluster's single clock; a date overrides it, so tests can move time without waiting.
  */
+import type { HistoryPartitionList } from "./history-partition-sql.js";
 import type { LockGrant, LockRow } from "./lock-sql.js";
 import type { DeadNode, HeartbeatRow, NodeInfo, NodeRow, NodeStatus } from "./node-sql.js";
 import type { RecoveredJob } from "./orphan-sql.js";
@@ -89,6 +90,16 @@ export interface PruneStore {
    * left (payload keys come and go); returns the keys deleted. Optional: a store without rate limits.
    */
   pruneRateLimits?(): Promise<number>;
+}
+
+/** The time partitions of SUCCEEDED history (migration 0016), made and dropped by the nodes. */
+export interface HistoryPartitionStore {
+  /** The partitions that exist, oldest first, and the database's time. */
+  listHistoryPartitions(): Promise<HistoryPartitionList>;
+  /** Makes the partition for [start, end). */
+  addHistoryPartition(start: Date, end: Date): Promise<void>;
+  /** Drops the partition that starts at `start`; returns how many rows it held. */
+  dropHistoryPartition(start: Date): Promise<number>;
 }
 
 /** scheduler_recurring: the schedules of recurring jobs and their next fires. */

@@ -6,6 +6,7 @@
  */
 import type pg from "pg";
 import type {
+  HistoryPartitionStore,
   LeaseStore,
   NodeRegistryStore,
   OrphanStore,
@@ -31,6 +32,12 @@ import {
 import { recoverNodeRows, recoverOrphans, type RecoveredJob } from "./orphan-sql.js";
 import { releaseNodePermits } from "./permits.js";
 import { pruneBatch, type PrunableStatus } from "./prune-sql.js";
+import {
+  addHistoryPartition,
+  dropHistoryPartition,
+  listHistoryPartitions,
+  type HistoryPartitionList,
+} from "./history-partition-sql.js";
 import { pruneRateLimits } from "./rate-limit-sql.js";
 import {
   advanceRecurring,
@@ -47,7 +54,7 @@ import { tablesFor, type Queryable, type Tables } from "../../db/sql.js";
 
 /** The cluster's statements, on the pool or on the client a gateway is bound to. */
 export abstract class PostgresClusterStatements
-  implements NodeRegistryStore, LeaseStore, OrphanStore, PruneStore, RecurringStore
+  implements NodeRegistryStore, LeaseStore, OrphanStore, PruneStore, HistoryPartitionStore, RecurringStore
 {
   /** The schema's qualified table names (tests and tools that write their own SQL). */
   readonly tables: Tables;
@@ -165,6 +172,20 @@ export abstract class PostgresClusterStatements
 
   pruneRateLimits(): Promise<number> {
     return pruneRateLimits(this.db, this.tables);
+  }
+
+  // History partitions.
+
+  listHistoryPartitions(): Promise<HistoryPartitionList> {
+    return listHistoryPartitions(this.db, this.tables);
+  }
+
+  addHistoryPartition(start: Date, end: Date): Promise<void> {
+    return addHistoryPartition(this.db, this.tables, start, end);
+  }
+
+  dropHistoryPartition(start: Date): Promise<number> {
+    return dropHistoryPartition(this.db, this.tables, start);
   }
 
   // Recurring schedules.

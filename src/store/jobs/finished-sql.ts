@@ -7,7 +7,8 @@
  *
  * The insert names every column, so the builders here are the one place that lists them; the test that
  * compares both tables' columns with {@link jobTableColumns} fails when a migration adds one without the
- * other.
+ * other. The finished table has one column more, `time_partitioned`, which only the move into it sets
+ * ({@link timePartitionedSql}).
  */
 import type { Tables } from "../../db/sql.js";
 
@@ -57,7 +58,8 @@ export type ColumnValues = Partial<Record<JobTableColumn, string>>;
 /**
  * `INSERT INTO <target> AS j (every column) SELECT <value or src.column>, ... <from>`: the second half of a
  * move. `src` is how `from` names the deleted row (a CTE's alias, or a composite like `(g.r)`); `set`
- * overrides columns with expressions; `returning` (over `j`, the inserted row) is appended when given.
+ * overrides columns with expressions; `returning` (over `j`, the inserted row) is appended when given;
+ * `extra` adds columns only the target has.
  */
 export function insertMovedSql(
   target: string,
@@ -65,11 +67,26 @@ export function insertMovedSql(
   set: ColumnValues,
   from: string,
   returning?: string,
+  extra: Readonly<Record<string, string>> = {},
 ): string {
-  const values = jobTableColumns.map((c) => set[c] ?? `${src}.${c}`);
-  return `INSERT INTO ${target} AS j (${jobTableColumns.join(", ")})
+  const columns = [...jobTableColumns, ...Object.keys(extra)];
+  const values = [...jobTableColumns.map((c) => set[c] ?? `${src}.${c}`), ...Object.values(extra)];
+  return `INSERT INTO ${target} AS j (${columns.join(", ")})
      SELECT ${values.join(", ")}
      ${from}${returning ? `\n     RETURNING ${returning}` : ""}`;
+}
+
+/**
+ * Whether a row moved with `status` (an SQL expression) goes to the time partitions (migration 0016):
+ * SUCCEEDED rows do while a partition's range covers now(), and every other row goes to the partition pruned
+ * row by row. The check reads the partition list once per statement (an uncorrelated EXISTS), and a row it
+ * lets through always has a range to land in, so no completion waits for a partition being made.
+ */
+export function timePartitionedSql(t: Tables, status: string): string {
+  const covered = `EXISTS (SELECT 1 FROM ${t.finishedPartitions} p WHERE p.range_start <= now() AND now() < p.range_end)`;
+  if (status === "'SUCCEEDED'") return covered;
+  // Another literal status is never time-partitioned; an expression is decided per row.
+  return /^'[A-Z]+'$/.test(status) ? "false" : `(${status} = 'SUCCEEDED' AND ${covered})`;
 }
 
 /** {@link insertMovedSql} into the finished table: how a job that ends lands there. */
@@ -80,7 +97,10 @@ export function insertFinishedSql(
   from: string,
   returning?: string,
 ): string {
-  return insertMovedSql(t.finished, src, set, from, returning);
+  const status = set.status ?? `${src}.status`;
+  return insertMovedSql(t.finished, src, set, from, returning, {
+    time_partitioned: timePartitionedSql(t, status),
+  });
 }
 
 /** `col = expr, ...`: the same values as an UPDATE's SET list (for rows that stay in their table). */

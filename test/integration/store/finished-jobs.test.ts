@@ -64,7 +64,8 @@ describe("finished rows", () => {
         )
       ).rows.map((r) => r.attname);
     expect(await cols("scheduler_job_queue")).toEqual([...jobTableColumns]);
-    expect(await cols("scheduler_job_finished")).toEqual([...jobTableColumns]);
+    // The finished table has one more, last: which partition a row goes to (migration 0016).
+    expect(await cols("scheduler_job_finished")).toEqual([...jobTableColumns, "time_partitioned"]);
   });
 
   it("a completed or killed job moves to the finished table and reads back with its result and errors", async () => {
