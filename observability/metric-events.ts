@@ -147,6 +147,10 @@ export function subscribeMetrics(
       if (e.canceled > 0) m.pruned.inc({ status: "canceled" }, e.canceled);
       if (e.dead > 0) m.pruned.inc({ status: "dead" }, e.dead);
     }),
+    // A dropped time partition is pruning too: its SUCCEEDED rows count like deleted ones.
+    source.on("history:done", (e) => {
+      if (e.droppedRows > 0) m.pruned.inc({ status: "succeeded" }, e.droppedRows);
+    }),
 
     source.on("error", (e) => m.errors.inc({ where: e.where })),
   ];

@@ -389,9 +389,11 @@ export function buildMetricSet(registry: Registry, prefix: string, c: Collectors
       "Recurring schedule fires this node enqueued, by schedule.",
       ["schedule"],
     ),
-    pruned: counter("pruned_jobs_total", "Finished jobs deleted by this node's pruner, by status.", [
-      "status",
-    ]),
+    pruned: counter(
+      "pruned_jobs_total",
+      "Finished jobs deleted by this node's pruner (rows deleted, or the rows of a dropped history partition), by status.",
+      ["status"],
+    ),
 
     // ... and the cluster as this node reads it (a cached query of the node and lease tables).
     clusterNodes: gauge(

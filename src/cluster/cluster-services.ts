@@ -1,6 +1,6 @@
 /**
  * One node's cluster services, wired together: the heartbeat, the orphan sweep, the recurring scheduler,
- * the pruner and the clock-skew check, each a class with a runOnce() driven by a thin
+ * the pruner, the history partitioner and the clock-skew check, each a class with a runOnce() driven by a thin
  * {@link PeriodicTask} on the injectable clock, plus the leases they share.
  *
  * Lifecycle, as Pawl drives it:
@@ -35,6 +35,7 @@ import { localNodeInfo, newInstanceId, previousRunGone } from "./node-info.js";
 import { OrphanSweeper, type SweepResult } from "./orphan-sweeper.js";
 import { PeriodicTask, sleep, type RunOutcome } from "../core/periodic.js";
 import { Pruner, type PruneResult } from "./pruner.js";
+import { HistoryPartitioner, type HistoryPartitionResult } from "./history-partitioner.js";
 import { RecurringScheduler, type RecurringResult } from "./recurring.js";
 import type { RecoveredJob } from "../store/cluster/orphan-sql.js";
 
@@ -105,6 +106,7 @@ export class ClusterServices {
   readonly sweeper: OrphanSweeper;
   readonly recurring: RecurringScheduler;
   readonly pruner: Pruner;
+  readonly history: HistoryPartitioner;
   readonly skew: ClockSkewMonitor;
   /** This run's node info (its `instance` is unique to this start). */
   readonly info: NodeInfo;
@@ -172,6 +174,15 @@ export class ClusterServices {
       deadRetentionMs: o.deadRetentionMs,
       batchSize: o.pruneBatchSize,
     });
+    this.history = new HistoryPartitioner({
+      store,
+      leases: this.leases,
+      clock,
+      events,
+      logger,
+      succeededRetentionMs: o.succeededRetentionMs,
+      intervalMs: o.pruneIntervalMs,
+    });
     this.skew = new ClockSkewMonitor({
       store: beatStore,
       warnMs: o.clockSkewWarnMs,
@@ -211,13 +222,19 @@ export class ClusterServices {
       nextDelay: (r) => (r.ok && r.result.more ? Math.min(1000, o.pruneIntervalMs) : o.pruneIntervalMs),
       onError: report("pruner"),
     });
+    const history = new PeriodicTask<HistoryPartitionResult>({
+      clock,
+      run: () => this.history.runOnce(),
+      nextDelay: () => o.pruneIntervalMs,
+      onError: report("history partitions"),
+    });
     const skew = new PeriodicTask<ClockSkewReading>({
       clock,
       run: () => this.skew.runOnce(),
       nextDelay: () => o.clockSkewCheckIntervalMs,
       onError: report("clock skew check"),
     });
-    this.maintenance = [sweep, recurring, prune, skew] as PeriodicTask<unknown>[];
+    this.maintenance = [sweep, recurring, prune, skew, history] as PeriodicTask<unknown>[];
   }
 
   /** The resolved options. */
@@ -295,7 +312,8 @@ export class ClusterServices {
     const o = this.deps.options;
     this.heartbeat.startProbe();
     this.heartbeatLoop.start(this.heartbeat.lastBeat?.nextDelayMs ?? o.heartbeatIntervalMs);
-    const [sweep, recurring, prune, skew] = this.maintenance as [
+    const [sweep, recurring, prune, skew, history] = this.maintenance as [
+      PeriodicTask<unknown>,
       PeriodicTask<unknown>,
       PeriodicTask<unknown>,
       PeriodicTask<unknown>,
@@ -304,6 +322,8 @@ export class ClusterServices {
     sweep.start(o.orphanSweepIntervalMs);
     recurring.start(0);
     prune.start(Math.min(o.pruneIntervalMs, 10_000));
+    // At once: until a partition covers now, SUCCEEDED rows take the row-by-row path.
+    history.start(0);
     skew.start(o.clockSkewCheckIntervalMs);
   }
 

@@ -23,6 +23,8 @@ export const leaseNames = {
    */
   startupCleanup: "pawl:startup-cleanup",
   prune: "pawl:prune",
+  /** Making and dropping the time partitions of SUCCEEDED history (src/cluster/history-partitioner.ts). */
+  history: "pawl:history",
   recurring: "pawl:recurring",
 } as const;
 

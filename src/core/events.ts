@@ -118,6 +118,17 @@ export interface PawlEvents {
   "recurring:fired": { name: string; fireAt: Date; jobId: string; type: string };
   /** A pruning pass ended: rows deleted per status. */
   "prune:done": { succeeded: number; canceled: number; dead: number; batches: number; durationMs: number };
+  /**
+   * A history pass made or dropped time partitions of SUCCEEDED rows (or failed to): `droppedRows` is how
+   * many SUCCEEDED jobs the drops pruned. Not emitted for a pass with nothing to do.
+   */
+  "history:done": {
+    created: number;
+    dropped: number;
+    droppedRows: number;
+    failed: number;
+    durationMs: number;
+  };
   /** A handler called ctx.waitForSignal(): its job is parked (WAITING) until a signal or the timeout. */
   "job:waiting": { job: JobEventInfo; timeoutMs: number | null };
   /** pawl.signal() woke a parked job (emitted by the instance that signaled). */

@@ -2,13 +2,14 @@
  * pawl under a role that cannot change the schema (docs/deployment.md#roles): the owner migrates and runs
  * what `pawl grants <role>` prints; a node logged in as the application role then runs the whole job
  * lifecycle (success, a retry, a dead job, a cancel, a chain, a queue the owner paused, a recurring fire,
- * pruning, a dead letter retry),
+ * pruning, a dead letter retry), makes and drops history partitions through the owner's functions,
  * and the CLI's reads run as a read-only role. What needs more (migrate as the application role, any role
  * never granted) fails with INSUFFICIENT_PRIVILEGE saying what to run.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
-import { PawlError, type Pawl } from "../../../src/index.js";
+import pg from "pg";
+import { JobStore, PawlError, type Pawl } from "../../../src/index.js";
 import { main } from "../../../src/cli/main.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../../helpers/db.js";
 import { testPawl } from "../../helpers/pawl.js";
@@ -136,6 +137,36 @@ describe("least privilege", () => {
     await pruned;
     expect(await node.dlq.retry(dead.id)).toBeTruthy();
   }, 90_000);
+
+  it("makes and drops history partitions as the application role; the reader may not", async () => {
+    const asApp = new pg.Pool({ connectionString: urlAs(appRole), max: 1 });
+    const asReader = new pg.Pool({ connectionString: urlAs(readerRole), max: 1 });
+    try {
+      const app = new JobStore(asApp, schema);
+      const start = new Date(Date.UTC(2030, 0, 1));
+      const end = new Date(Date.UTC(2030, 0, 1, 2));
+      await app.addHistoryPartition(start, end);
+      const listed = await app.listHistoryPartitions();
+      expect(listed.partitions).toContainEqual({ start, end });
+      // The owner made it (SECURITY DEFINER): the application role cannot alter it by hand.
+      const { rows } = await pool.query<{ owner: string }>(
+        `SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE oid = $1::regclass`,
+        [`"${schema}".scheduler_job_finished_20300101t000000`],
+      );
+      expect(rows[0]!.owner).not.toBe(appRole);
+      const reader = new JobStore(asReader, schema);
+      const refused = await reader.dropHistoryPartition(start).then(
+        () => null,
+        (e: unknown) => e as { code?: string },
+      );
+      expect(refused?.code).toBe("42501");
+      expect(await app.dropHistoryPartition(start)).toBe(0);
+      expect((await app.listHistoryPartitions()).partitions).not.toContainEqual({ start, end });
+    } finally {
+      await asApp.end();
+      await asReader.end();
+    }
+  });
 
   it("serves the CLI's reads as the read-only role", async () => {
     for (const argv of [["jobs"], ["nodes"], ["stats"], ["keys"], ["dlq", "list"], ["schedules"]]) {
