@@ -11,6 +11,9 @@ import { migrations } from "../../../src/store/migrations/migrations.generated.j
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { clusterNode, insertFinished } from "../../helpers/cluster.js";
 import { dropSchema, uniqueSchema } from "../../helpers/db.js";
+import { HistoryPartitioner } from "../../../src/cluster/history-partitioner.js";
+import { systemClock } from "../../../src/core/clock.js";
+import { silentLogger } from "../../../src/core/logger.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -138,6 +141,44 @@ describe("time partitions of SUCCEEDED history", () => {
        FROM "${schema}".scheduler_job_finished_partition`,
     );
     expect(listed[0]!.covers).toBe(true);
+  });
+
+  it("a make that fails is counted, logged once, and leaves completions on the row-by-row path", async () => {
+    const n = clusterNode(schema, "refused");
+    ends.push(n.end);
+    const warnings: string[] = [];
+    const logger = { ...silentLogger, warn: (m: string) => void warnings.push(m) };
+    // The store as a role without EXECUTE on the functions sees it: the real list, a refused make.
+    const refused = Object.assign(new Error("permission denied for function pawl_finished_partition_add"), {
+      code: "42501",
+    });
+    const partitioner = new HistoryPartitioner({
+      store: {
+        listHistoryPartitions: () => n.store.listHistoryPartitions(),
+        addHistoryPartition: () => Promise.reject(refused),
+        dropHistoryPartition: (start) => n.store.dropHistoryPartition(start),
+      },
+      leases: n.services.leases,
+      clock: systemClock,
+      events: n.events,
+      logger,
+      succeededRetentionMs: day,
+      intervalMs: 60_000,
+    });
+    const failed = n.events.next("history:done", (e) => e.failed > 0);
+    expect(await partitioner.runOnce()).toMatchObject({ ran: true, created: 0, failed: 1 });
+    expect(await failed).toMatchObject({ created: 0, failed: 1 });
+    expect(await partitioner.runOnce()).toMatchObject({ ran: true, failed: 1 });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("pawl grants");
+
+    const { rows } = await pool.query<{ id: string }>(
+      `INSERT INTO "${schema}".scheduler_job_queue (type) VALUES ('t') RETURNING id::text`,
+    );
+    const id = rows[0]!.id;
+    await n.store.claim({ nodeId: "n1", limit: 1, types: ["t"], boostIntervalMs: 0, withPayload: true });
+    expect(await n.store.complete("n1", [{ id, resultJson: "1" }])).toEqual(new Set([id]));
+    expect(await partitionsOf([id])).toEqual({ [id]: "scheduler_job_finished_rows" });
   });
 
   it("another node holding the lease skips the pass", async () => {
