@@ -1,7 +1,7 @@
 /**
  * One node's cluster services, wired together: the heartbeat, the orphan sweep, the recurring scheduler,
- * the pruner, the history partitioner and the clock-skew check, each a class with a runOnce() driven by a thin
- * {@link PeriodicTask} on the injectable clock, plus the leases they share.
+ * the pruner, the history partitioner and the clock-skew check, each a class with a runOnce() driven by a
+ * thin {@link PeriodicTask} on the injectable clock, plus the leases they share.
  *
  * Lifecycle, as Pawl drives it:
  * - prepare() (before the node claims anything): compares clocks, makes sure no live process runs under
@@ -332,7 +332,10 @@ export class ClusterServices {
     this.maintenance[1]?.trigger();
   }
 
-  /** Stops the sweep, scheduler, pruner and skew loops, waiting for passes in flight. The heartbeat goes on. */
+  /**
+   * Stops the sweep, scheduler, pruner, skew and history loops, waiting for passes in flight. The heartbeat
+   * goes on.
+   */
   async stopMaintenance(): Promise<void> {
     await Promise.all(this.maintenance.map((loop) => loop.stop()));
   }
