@@ -1960,8 +1960,10 @@ BEGIN
 END
 $$;
 
--- Drops the partition that starts at range_start, with its rows; returns how many rows it held. Only a
--- partition listed in scheduler_job_finished_partition and attached under scheduler_job_finished_succeeded.
+-- Drops the partition that starts at range_start, with its rows; returns how many rows it held, counted
+-- before the drop takes its lock (so completions never wait for the count; a partition past retention
+-- receives no row, so the count is exact for every drop the nodes make). Only a partition listed in
+-- scheduler_job_finished_partition and attached under scheduler_job_finished_succeeded.
 CREATE FUNCTION {{schema}}.pawl_finished_partition_drop(range_start timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
