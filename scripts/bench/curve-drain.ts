@@ -38,6 +38,8 @@ export interface CurveDrainInput {
   queues: number;
   /** Node processes (default 1); more than one makes the window close on the database's count. */
   processes?: number;
+  /** `prepare` sets the tables up and exits; the default measures a point already prepared. */
+  phase?: "prepare" | "measure";
 }
 
 /** What one point measured. */
@@ -74,7 +76,14 @@ async function fillFinished(db: pg.Pool, n: number): Promise<void> {
   await db.query(`VACUUM ANALYZE ${s}.scheduler_job_finished`);
 }
 
-async function measure(input: CurveDrainInput): Promise<CurveDrainResult> {
+/**
+ * The point's tables, set up in a process of their own (`phase: "prepare"`), which exits before the
+ * measuring process starts. A set-up takes from a second to minutes (10,000,000 finished rows), and a
+ * process that waited that long runs its drain slower than a fresh one (a 60-second sleep alone cost 1.5x
+ * the node CPU per job on the project's machine): measured in the process that did the set-up, the
+ * finished-rows axis showed that wait, not the rows.
+ */
+async function prepare(input: CurveDrainInput): Promise<null> {
   if (input.system !== "pawl" && (input.finishedRows > 0 || input.queues > 1)) {
     throw new Error(`${input.system}: the finished-rows and queues axes are pawl's only`);
   }
@@ -102,7 +111,18 @@ async function measure(input: CurveDrainInput): Promise<CurveDrainResult> {
     // fill of 10,000,000 finished rows) inside the measured window, as "other load" (62% of the machine
     // in the run that showed it). Needs superuser or pg_checkpoint; without, the window is as before.
     await admin.query("CHECKPOINT").catch(() => {});
+    return null;
+  } finally {
+    await system.close();
+    await admin.end();
+  }
+}
 
+/** The timed drain of a point whose tables {@link prepare} set up. */
+async function measure(input: CurveDrainInput): Promise<CurveDrainResult> {
+  const system = await loadSystem(input.system, { url: input.url });
+  try {
+    const total = input.jobs + input.backlog;
     const processes = input.processes ?? 1;
     const succeeded = new Uint8Array(total);
     let done = 0;
@@ -156,7 +176,6 @@ async function measure(input: CurveDrainInput): Promise<CurveDrainResult> {
     };
   } finally {
     await system.close();
-    await admin.end();
   }
 }
 
@@ -208,4 +227,7 @@ async function helper(input: CurveDrainInput): Promise<void> {
 }
 
 if (process.argv[3] === "helper") void helper(childInput<CurveDrainInput>());
-else childMain(() => measure(childInput<CurveDrainInput>()));
+else {
+  const input = childInput<CurveDrainInput>();
+  childMain(() => (input.phase === "prepare" ? prepare(input) : measure(input)));
+}

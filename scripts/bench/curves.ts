@@ -47,6 +47,8 @@ interface Axis {
 }
 
 const none = { backlog: 0, finishedRows: 0, payloadBytes: 0, queues: 1 };
+/** The pause between a point's set-up and its measurement (ms), the same for every point. */
+const settleMs = 10_000;
 const AXES: readonly Axis[] = [
   {
     name: "backlog",
@@ -200,6 +202,7 @@ export async function runCurves(
   url: string,
   axes: readonly CurveAxis[],
   plotsDir: string | undefined,
+  runs = 1,
 ): Promise<{
   points: CurvePoint[];
   load: { system: SystemName; result: LoadedPickupResult }[];
@@ -208,13 +211,33 @@ export async function runCurves(
   const database = databaseName(url);
   const points: CurvePoint[] = [];
   for (const axis of AXES.filter((a) => axes.includes(a.name))) {
+    // Every point of the axis once per run, the runs interleaved, so a slow stretch of the machine lands
+    // on several points instead of on all the runs of one; each point keeps its median run.
+    const measured = new Map<string, CurveDrainResult[]>();
+    for (let run = 1; run <= runs; run++) {
+      for (const system of axis.systems) {
+        for (const x of axis.points) {
+          process.stderr.write(`curves: [run ${run}/${runs}] ${axis.name} = ${shortNumber(x)}, ${system}\n`);
+          const jobs = axis.name === "processes" ? 40_000 : 20_000;
+          const input: CurveDrainInput = { system, url, jobs, concurrency: 10, ...axis.input(x) };
+          // Set up in one process, measured in a fresh one (curve-drain.ts says why), after the same
+          // pause for every point so the set-up's writes and their reclaim settle first.
+          await runChild<null>("curve-drain.ts", { ...input, phase: "prepare" }, { database });
+          await new Promise((r) => setTimeout(r, settleMs));
+          const result = await runChild<CurveDrainResult>("curve-drain.ts", input, { database });
+          const key = `${system} ${x}`;
+          measured.set(key, [...(measured.get(key) ?? []), result]);
+        }
+      }
+    }
     for (const system of axis.systems) {
       for (const x of axis.points) {
-        process.stderr.write(`curves: ${axis.name} = ${shortNumber(x)}, ${system}\n`);
-        const jobs = axis.name === "processes" ? 40_000 : 20_000;
-        const input: CurveDrainInput = { system, url, jobs, concurrency: 10, ...axis.input(x) };
-        const result = await runChild<CurveDrainResult>("curve-drain.ts", input, { database });
-        points.push({ axis: axis.name, system, x, result });
+        const all = measured.get(`${system} ${x}`)!;
+        const sorted = [...all].sort((a, b) => a.jobsPerSecond - b.jobsPerSecond);
+        const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
+        // A duplicate in any run counts: the median run must not hide one.
+        const duplicates = all.reduce((n, r) => n + r.duplicates, 0);
+        points.push({ axis: axis.name, system, x, result: { ...median, duplicates } });
       }
     }
     const mine = points.filter((p) => p.axis === axis.name);

@@ -14,7 +14,8 @@
  *             --curves [--axes backlog,finished,processes,payload,queues,load,idle] [--plots docs/plots]
  *                                         rate against the due backlog, finished rows, payload size and
  *                                         queues (beside graphile-worker tuned where it has the axis), and
- *                                         the idle cost per node; SVG plots into --plots (curves.ts)
+ *                                         the idle cost per node; SVG plots into --plots (curves.ts); each
+ *                                         drain point the median of --runs, interleaved
  *             --fairness                  concurrency keys (issue 27): noisy neighbour, a limit of 3 on two
  *                                         nodes, 1,000 keys, a critical job behind a backlog, throughput
  *                                         with and without keys (fairness.ts)
@@ -150,7 +151,12 @@ if (flags.curves) {
   }
   const url = benchDatabaseUrl(flags["database-url"]);
   await ensureDatabase(url);
-  const result = await runCurves(url, axes as (typeof CURVE_AXES)[number][], flags.plots);
+  const result = await runCurves(
+    url,
+    axes as (typeof CURVE_AXES)[number][],
+    flags.plots,
+    Math.max(1, Math.floor(Number(flags.runs)) || 1),
+  );
   if (flags["json-out"]) writeFileSync(flags["json-out"], JSON.stringify(result, null, 2));
   process.exit(0);
 }
