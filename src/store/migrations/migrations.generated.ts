@@ -1930,7 +1930,15 @@ CREATE TABLE {{schema}}.scheduler_job_finished_partition (
 -- attach and the drop take locks that completions and reads wait behind, so a function that cannot get
 -- them at once fails (the node tries again next pass) rather than holding everyone up.
 
--- Makes the partition for [range_start, range_end): at most a day, named by its start (UTC).
+-- A time partition's name: its start in UTC, to the second (scheduler_job_finished_20261206t160000).
+CREATE FUNCTION {{schema}}.pawl_finished_partition_name(range_start timestamptz)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+  SELECT 'scheduler_job_finished_' || to_char(range_start AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS')
+$$;
+
+-- Makes the partition for [range_start, range_end): at most a day, named by its start.
 CREATE FUNCTION {{schema}}.pawl_finished_partition_add(range_start timestamptz, range_end timestamptz)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -1938,8 +1946,7 @@ SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
 AS $$
 DECLARE
-  part constant text :=
-    'scheduler_job_finished_' || to_char(range_start AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS');
+  part constant text := {{schema}}.pawl_finished_partition_name(range_start);
 BEGIN
   IF range_start IS NULL OR range_end IS NULL OR range_end <= range_start
      OR range_end - range_start > interval '1 day' THEN
@@ -1971,8 +1978,7 @@ SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '200ms'
 AS $$
 DECLARE
-  part constant text :=
-    'scheduler_job_finished_' || to_char(range_start AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS');
+  part constant text := {{schema}}.pawl_finished_partition_name(range_start);
   rel regclass;
   n bigint := 0;
 BEGIN
