@@ -1,9 +1,12 @@
 /**
  * Pruning: finished jobs leave the hot table after their retention, SUCCEEDED and CANCELED after a short
  * one (a day by default), DEAD after a longer one (14 days), so the claim path stays fast. One pass, under
- * the `pawl:prune` lease, deletes in batches of `pruneBatchSize` rows, one short statement each, until a
- * batch comes back short, the pass's batch budget is spent, or the lease's deadline is near. The same
- * pass then drops the rate-limit log's expired starts and idle keys (src/store/cluster/rate-limit-sql.ts).
+ * the `pawl:prune` lease, deletes in batches of `pruneBatchSize` rows (a short statement on each partition
+ * pruned row by row: the rows partition, then the time partitions' default) until a batch comes back
+ * short, the pass's batch budget is spent, or the lease's deadline is near. SUCCEEDED rows in time
+ * partitions are not deleted here: the history partitioner drops their partitions whole
+ * (src/cluster/history-partitioner.ts). The same pass then drops the rate-limit log's expired starts and
+ * idle keys (src/store/cluster/rate-limit-sql.ts).
  */
 import type { Clock } from "../core/clock.js";
 import type { PawlEventEmitter } from "../core/events.js";
