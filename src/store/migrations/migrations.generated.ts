@@ -1822,9 +1822,10 @@ $$;
 --                                      a safety net for a row no range covers (a finished_at moved by
 --                                      hand); pruned row by row.
 --
--- Nothing reads the partitions by name: reads, the dead letter queue and the pruner of either release go
--- through scheduler_job_finished. It has no primary key (a partitioned table's key must hold its partition
--- keys); ids stay unique because one sequence hands them out, and every partition indexes id.
+-- Reads, moves and the dead letter queue name scheduler_job_finished only; the pruner names the two
+-- partitions it prunes row by row (a previous release's pruner deletes through the parent). The parent has
+-- no primary key (a partitioned table's key must hold its partition keys); ids stay unique because one
+-- sequence hands them out, and every partition indexes id.
 --
 -- On a live database: the rename and the attach take the finished table's ACCESS EXCLUSIVE lock, and the
 -- attach reads every finished row once to check the new column is empty, so completions wait for that read
@@ -1882,7 +1883,7 @@ CREATE INDEX scheduler_job_finished_succeeded_finished_brin
 
 CREATE TABLE {{schema}}.scheduler_job_finished_succeeded_default
   PARTITION OF {{schema}}.scheduler_job_finished_succeeded DEFAULT;
--- The default is pruned row by row, like scheduler_job_finished_rows, by the same index.
+-- The default is pruned row by row, like scheduler_job_finished_rows, by an index like its pruning one.
 CREATE INDEX scheduler_job_finished_succeeded_default_pruned_idx
   ON {{schema}}.scheduler_job_finished_succeeded_default (finished_at)
   WHERE status IN ('SUCCEEDED', 'CANCELED');
