@@ -109,19 +109,26 @@ export async function insertRunning(
   return res.rows.map((r) => r.id).sort((a, b) => Number(a) - Number(b));
 }
 
-/** Inserts `n` finished jobs of `status`, finished `agoMs` ago. */
+/**
+ * Inserts `n` finished jobs of `status`, finished `agoMs` ago. `timePartitioned` sets the flag a move sets
+ * (migration 0016), so the rows go to the time partitions; without it they go where a previous release's
+ * rows go, the partition pruned row by row.
+ */
 export async function insertFinished(
   pool: pg.Pool,
   schema: string,
   status: "SUCCEEDED" | "CANCELED" | "DEAD",
   n: number,
   agoMs: number,
+  opts: { timePartitioned?: boolean } = {},
 ): Promise<void> {
+  const flag = opts.timePartitioned === undefined ? "" : ", time_partitioned";
+  const value = opts.timePartitioned === undefined ? "" : `, ${opts.timePartitioned}`;
   await pool.query(
     // Finished rows live in the finished table, with ids from the live table's sequence (migration 0005).
-    `INSERT INTO "${schema}".scheduler_job_finished (id, type, status, attempts, finished_at)
+    `INSERT INTO "${schema}".scheduler_job_finished (id, type, status, attempts, finished_at${flag})
      SELECT nextval(pg_get_serial_sequence('"${schema}".scheduler_job_queue', 'id')), 'old', $1, 1,
-            now() - $2::bigint * interval '1 millisecond'
+            now() - $2::bigint * interval '1 millisecond'${value}
      FROM generate_series(1, $3)`,
     [status, agoMs, n],
   );

@@ -151,12 +151,7 @@ describe("time partitions of SUCCEEDED history", () => {
     expect(before.length).toBe(first.created + 1);
 
     // 25 SUCCEEDED rows in the partition covering now, as a completion puts them; 5 DEAD rows.
-    await pool.query(
-      `INSERT INTO "${schema}".scheduler_job_finished (id, type, status, attempts, finished_at, time_partitioned)
-       SELECT nextval(pg_get_serial_sequence('"${schema}".scheduler_job_queue', 'id')), 'old', 'SUCCEEDED', 1,
-              now(), true
-       FROM generate_series(1, 25)`,
-    );
+    await insertFinished(pool, schema, "SUCCEEDED", 25, 0, { timePartitioned: true });
     await insertFinished(pool, schema, "DEAD", 5, 0);
     const done = n.events.next("history:done", (e) => e.dropped > 0);
 
@@ -238,11 +233,7 @@ describe("time partitions of SUCCEEDED history", () => {
     expect(await partitionsOf([inserted[0]!.id])).toEqual({
       [inserted[0]!.id]: "scheduler_job_finished_rows",
     });
-    await pool.query(
-      `INSERT INTO ${s}.scheduler_job_finished (id, type, status, attempts, finished_at, time_partitioned)
-       SELECT nextval(pg_get_serial_sequence('${s}.scheduler_job_queue', 'id')), 'new', 'SUCCEEDED', 1, now(), true
-       FROM generate_series(1, 30)`,
-    );
+    await insertFinished(pool, schema, "SUCCEEDED", 30, 0, { timePartitioned: true });
     // The previous release's pruner statement (0005's, on the parent), a day and a half later.
     const oldPrune = `
       DELETE FROM ${s}.scheduler_job_finished
@@ -269,14 +260,9 @@ describe("time partitions of SUCCEEDED history", () => {
     ends.push(n.end);
     await n.services.history.runOnce();
     // A finished_at moved back by hand leaves the time ranges: the row moves to the default.
+    await insertFinished(pool, schema, "SUCCEEDED", 15, 0, { timePartitioned: true });
     await pool.query(
-      `INSERT INTO "${schema}".scheduler_job_finished (id, type, status, attempts, finished_at, time_partitioned)
-       SELECT nextval(pg_get_serial_sequence('"${schema}".scheduler_job_queue', 'id')), 'moved', 'SUCCEEDED', 1,
-              now(), true
-       FROM generate_series(1, 15)`,
-    );
-    await pool.query(
-      `UPDATE "${schema}".scheduler_job_finished SET finished_at = now() - interval '3 days' WHERE type = 'moved'`,
+      `UPDATE "${schema}".scheduler_job_finished SET finished_at = now() - interval '3 days' WHERE time_partitioned`,
     );
     const { rows: where } = await pool.query<{ part: string }>(
       `SELECT DISTINCT tableoid::regclass::text AS part FROM "${schema}".scheduler_job_finished`,
