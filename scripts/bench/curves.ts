@@ -13,8 +13,8 @@
  *   one job at a time, a different thing);
  * - load: pickup (enqueue to handler start) at 25%, 50% and 75% of the system's own maximum drain rate,
  *   measured in the same process just before (pawl, graphile-worker; loaded-pickup.ts);
- * - idle: transactions per second and database CPU per idle node, at 1, 10 and 100 nodes, without and with
- *   the postgres coordinator (100 nodes share pools; this server's max_connections is 100).
+ * - idle: transactions per second and database CPU per idle node, at 1, 10 and 100 nodes, without a
+ *   coordinator and with others, as `idleCoordinators` names them (idle-axis.ts).
  *
  * A point's ratio is to the first point of its own line, measured in the same run. With `--plots DIR`
  * each axis is drawn as an SVG there (docs/benchmarks.md shows them).
@@ -22,7 +22,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CurveDrainInput, CurveDrainResult } from "./curve-drain.js";
-import type { IdleCostInput, IdleCostResult } from "./idle-cost.js";
+import { runIdleAxis, type IdlePoint } from "./idle-axis.js";
 import type { LoadedPickupInput, LoadedPickupResult } from "./loaded-pickup.js";
 import { runChild } from "./lib/child.js";
 import { databaseName } from "./lib/common.js";
@@ -104,13 +104,6 @@ export interface CurvePoint {
   system: SystemName;
   x: number;
   result: CurveDrainResult;
-}
-
-/** One measured point of the idle axis. */
-export interface IdlePoint {
-  nodes: number;
-  coordinator: "none" | "postgres";
-  result: IdleCostResult | { skipped: string };
 }
 
 /** The shares of the maximum the load axis offers. */
@@ -203,6 +196,7 @@ export async function runCurves(
   axes: readonly CurveAxis[],
   plotsDir: string | undefined,
   runs = 1,
+  idleCoordinators: readonly string[] = ["none", "postgres"],
 ): Promise<{
   points: CurvePoint[];
   load: { system: SystemName; result: LoadedPickupResult }[];
@@ -289,62 +283,6 @@ export async function runCurves(
     }
   }
   const load = axes.includes("load") ? await loadAxis(url, plotsDir) : [];
-  const idle: IdlePoint[] = [];
-  if (axes.includes("idle")) {
-    for (const coordinator of ["none", "postgres"] as const) {
-      for (const nodes of [1, 10, 100]) {
-        process.stderr.write(`curves: idle, ${nodes} nodes, coordinator ${coordinator}\n`);
-        if (coordinator === "postgres" && nodes === 100) {
-          // Each node's LISTEN holds a connection of its own: 100 of them exceed max_connections here.
-          idle.push({
-            nodes,
-            coordinator,
-            result: { skipped: "100 LISTEN connections exceed max_connections (100)" },
-          });
-          continue;
-        }
-        const input: IdleCostInput = {
-          url,
-          nodes,
-          coordinator,
-          shared: nodes > 10,
-          settleMs: 10_000,
-          windowMs: 30_000,
-        };
-        idle.push({
-          nodes,
-          coordinator,
-          result: await runChild<IdleCostResult>("idle-cost.ts", input, { database }),
-        });
-      }
-    }
-    console.log("\nIdle cost per node");
-    console.log(
-      renderTable(
-        [
-          "nodes",
-          "coordinator",
-          "transactions/s per node",
-          "xids/s per node",
-          "WAL B/s per node",
-          "db CPU per node (% of a core)",
-          "connections",
-        ],
-        idle.map((p) =>
-          "skipped" in p.result
-            ? [String(p.nodes), p.coordinator, p.result.skipped, "-", "-", "-", "-"]
-            : [
-                String(p.nodes),
-                p.coordinator,
-                p.result.transactionsPerSecondPerNode.toFixed(2),
-                p.result.xidsPerSecondPerNode.toFixed(2),
-                p.result.walBytesPerSecondPerNode.toFixed(0),
-                p.result.dbCpuPctPerNode.toFixed(3),
-                String(p.result.connections),
-              ],
-        ),
-      ),
-    );
-  }
+  const idle = axes.includes("idle") ? await runIdleAxis(url, idleCoordinators) : [];
   return { points, load, idle };
 }

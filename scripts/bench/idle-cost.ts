@@ -17,7 +17,8 @@ import { PAWL_SCHEMA, resetPawlSchema } from "./systems/pawl.js";
 export interface IdleCostInput {
   url: string;
   nodes: number;
-  coordinator: "none" | "postgres";
+  /** The coordinator spec the nodes are created with (lib/coordinators.ts). */
+  coordinator: string;
   shared: boolean;
   settleMs: number;
   windowMs: number;

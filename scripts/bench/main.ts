@@ -12,10 +12,12 @@
  *                                                                           default coordinator: postgres
  *             --soak [--soak-jobs 1000000] [--soak-chunk 50000]             memory of a 1M-job drain
  *             --curves [--axes backlog,finished,processes,payload,queues,load,idle] [--plots docs/plots]
+ *                      [--coordinator none,postgres[,amqp,hazelcast]]
  *                                         rate against the due backlog, finished rows, payload size and
  *                                         queues (beside graphile-worker tuned where it has the axis), and
- *                                         the idle cost per node; SVG plots into --plots (curves.ts); each
- *                                         drain point the median of --runs, interleaved
+ *                                         the idle cost per node with each --coordinator (idle-axis.ts);
+ *                                         SVG plots into --plots (curves.ts); each drain point the median
+ *                                         of --runs, interleaved
  *             --fairness                  concurrency keys (issue 27): noisy neighbour, a limit of 3 on two
  *                                         nodes, 1,000 keys, a critical job behind a backlog, throughput
  *                                         with and without keys (fairness.ts)
@@ -156,6 +158,7 @@ if (flags.curves) {
     axes as (typeof CURVE_AXES)[number][],
     flags.plots,
     Math.max(1, Math.floor(Number(flags.runs)) || 1),
+    (flags.coordinator ?? "none,postgres").split(",").map((c) => c.trim()),
   );
   if (flags["json-out"]) writeFileSync(flags["json-out"], JSON.stringify(result, null, 2));
   process.exit(0);

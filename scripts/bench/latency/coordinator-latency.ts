@@ -4,22 +4,15 @@
  * coordinator's wakeup. Samples are taken one at a time: enqueue, wait for the handler to start, a short
  * gap (the job completes, the receiver goes idle), next.
  */
-import { execFileSync, fork, type ChildProcess } from "node:child_process";
+import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { resetPawlSchema } from "../systems/pawl.js";
+import { coordinatorSpec } from "../lib/coordinators.js";
 import { deferred, sleep, summarize, withTimeout } from "../lib/common.js";
 import type { NodeCommand, NodeInput, NodeMessage } from "./node.js";
 
 export const LATENCY_SCHEMA = "bench_pawl_latency";
-
-/** The coordinator spec of each short name (anything containing `://` is used as given). */
-export const COORDINATOR_SPECS: Record<string, string> = {
-  none: "none",
-  postgres: "postgres",
-  amqp: "amqp://guest:guest@127.0.0.1:5672",
-  hazelcast: "hazelcast://127.0.0.1:5701?cluster=pawl",
-};
 
 export interface CoordinatorLatencyResult {
   coordinator: string;
@@ -45,17 +38,6 @@ export interface CoordinatorLatencyResult {
 
 function redact(spec: string): string {
   return spec.replace(/\/\/([^:/@]+):([^@]+)@/, "//$1:***@");
-}
-
-/** Starts the local Hazelcast member with scripts/hazelcast.sh when it is not running. */
-export function ensureHazelcast(): void {
-  const script = fileURLToPath(new URL("../../hazelcast.sh", import.meta.url));
-  try {
-    execFileSync("bash", [script, "status"], { stdio: "ignore" });
-  } catch {
-    console.error("starting a local Hazelcast member (scripts/hazelcast.sh start)...");
-    execFileSync("bash", [script, "start"], { stdio: ["ignore", 2, 2] });
-  }
 }
 
 class NodeProcess {
@@ -117,14 +99,7 @@ export async function coordinatorLatency(options: {
   warmup: number;
   gapMs: number;
 }): Promise<CoordinatorLatencyResult> {
-  const spec = options.coordinator.includes("://")
-    ? options.coordinator
-    : COORDINATOR_SPECS[options.coordinator];
-  if (!spec)
-    throw new Error(
-      `unknown coordinator ${options.coordinator}: use none, postgres, amqp, hazelcast or a spec URL`,
-    );
-  if (spec.startsWith("hazelcast")) ensureHazelcast();
+  const spec = coordinatorSpec(options.coordinator);
   const admin = new pg.Pool({ connectionString: options.url, max: 1 });
   await resetPawlSchema(options.url, LATENCY_SCHEMA, admin);
   await admin.end();
