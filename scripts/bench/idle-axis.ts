@@ -1,8 +1,9 @@
 /**
  * The idle axis of `npm run bench -- --curves` (curves.ts): what 1, 10 and 100 idle nodes cost the
- * database per node, without a coordinator and with each coordinator named in `--idle-coordinators`
- * (default `none,postgres`). Each point runs in its own process (idle-cost.ts); up to 10 nodes each have a
- * pool of their own, 100 share one pool of 20, as many instances in one process would.
+ * database per node, with each coordinator `--coordinator` names (`none,postgres` by default; `none` is
+ * without one). Each point runs in its own process (idle-cost.ts); up to 10 nodes each have a pool of two
+ * and a heartbeat connection of their own, as separate processes would; 100 share one pool of 20, as many
+ * instances in one process would.
  *
  * With the postgres coordinator every node also holds a LISTEN connection of its own, as separate
  * processes would. A point that would not fit in the server's free connections is skipped with the count
@@ -26,16 +27,19 @@ export interface IdlePoint {
 /** The node counts of the axis. */
 const NODES = [1, 10, 100];
 
-/** Pool size shared by the instances of a point above 10 nodes (idle-cost.ts). */
-const SHARED_POOL = 20;
+/** How a point of `nodes` nodes connects: its own pools up to 10 nodes, one shared pool above. */
+const poolsFor = (nodes: number): Pick<IdleCostInput, "nodePool" | "sharedPool"> => ({
+  nodePool: 2,
+  sharedPool: nodes > 10 ? 20 : null,
+});
 
 /**
- * Connections a point opens: each node's pool (2) or the shared pool, a LISTEN per node with the postgres
- * coordinator, and the measuring process's admin and CPU-meter connections.
+ * Connections a point opens at most: each node's pool and heartbeat connection (or the shared pool), a
+ * LISTEN per node with the postgres coordinator, and the measuring process's own two.
  */
-export function idleConnections(nodes: number, coordinator: string, shared: boolean): number {
-  const pools = shared ? SHARED_POOL : 2 * nodes;
-  const listens = coordinator === "postgres" ? nodes : 0;
+function idleConnections(input: IdleCostInput): number {
+  const pools = input.sharedPool ?? input.nodes * (input.nodePool + 1);
+  const listens = input.coordinator === "postgres" ? input.nodes : 0;
   return pools + listens + 2;
 }
 
@@ -64,8 +68,15 @@ export async function runIdleAxis(url: string, coordinators: readonly string[]):
     const spec = coordinatorSpec(coordinator);
     for (const nodes of NODES) {
       process.stderr.write(`curves: idle, ${nodes} nodes, coordinator ${coordinator}\n`);
-      const shared = nodes > 10;
-      const needed = idleConnections(nodes, spec, shared);
+      const input: IdleCostInput = {
+        url,
+        nodes,
+        coordinator: spec,
+        ...poolsFor(nodes),
+        settleMs: 10_000,
+        windowMs: 30_000,
+      };
+      const needed = idleConnections(input);
       const { free, max } = await freeConnections(url);
       if (needed > free) {
         idle.push({
@@ -75,14 +86,6 @@ export async function runIdleAxis(url: string, coordinators: readonly string[]):
         });
         continue;
       }
-      const input: IdleCostInput = {
-        url,
-        nodes,
-        coordinator: spec,
-        shared,
-        settleMs: 10_000,
-        windowMs: 30_000,
-      };
       idle.push({
         nodes,
         coordinator,

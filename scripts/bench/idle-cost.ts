@@ -4,7 +4,7 @@
  * transactions per second (pg_stat_database; each of pawl's idle statements, a poll or a heartbeat, is one),
  * the transaction ids assigned and the WAL written (both the whole server's: a quiet server is assumed),
  * and the CPU the bench database's backends spent. A read-only statement takes no transaction id and
- * writes no WAL; a write, or a row lock, takes one and its commit waits for a WAL flush. With `shared`, the instances share one pg.Pool (as
+ * writes no WAL; a write, or a row lock, takes one and its commit waits for a WAL flush. With `sharedPool`, the instances share one pg.Pool (as
  * many instances in one process would), since this server's max_connections cannot hold a pool of each.
  */
 import pg from "pg";
@@ -19,7 +19,10 @@ export interface IdleCostInput {
   nodes: number;
   /** The coordinator spec the nodes are created with (lib/coordinators.ts). */
   coordinator: string;
-  shared: boolean;
+  /** Each node's own pool size (`maxConnections`); each such node also opens its heartbeat connection. */
+  nodePool: number;
+  /** When set, the nodes share one pool of this size instead (and open no heartbeat connection). */
+  sharedPool: number | null;
   settleMs: number;
   windowMs: number;
 }
@@ -52,12 +55,13 @@ async function nextXid(db: pg.Pool): Promise<number> {
 async function measure(input: IdleCostInput): Promise<IdleCostResult> {
   const admin = new pg.Pool({ connectionString: input.url, max: 1 });
   await resetPawlSchema(input.url, PAWL_SCHEMA, admin);
-  const shared = input.shared ? new pg.Pool({ connectionString: input.url, max: 20 }) : null;
+  const shared =
+    input.sharedPool === null ? null : new pg.Pool({ connectionString: input.url, max: input.sharedPool });
   const nodes: Pawl[] = [];
   try {
     for (let k = 0; k < input.nodes; k++) {
       const node = createPawl({
-        ...(shared ? { pool: shared } : { connectionString: input.url, maxConnections: 2 }),
+        ...(shared ? { pool: shared } : { connectionString: input.url, maxConnections: input.nodePool }),
         schema: PAWL_SCHEMA,
         nodeId: `idle-${k}`,
         coordinator: input.coordinator,
