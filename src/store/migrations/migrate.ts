@@ -3,6 +3,13 @@
  * under an advisory lock keyed by the schema, so nodes that start together serialise here and each
  * migration is applied exactly once; a version table records what ran.
  *
+ * On a live database a migration's locks can close a cycle with the nodes' own statements: a schema a
+ * previous release migrated has its live table altered (ACCESS EXCLUSIVE) before 0016 alters the finished
+ * table, while a completion of a running node holds the finished table and waits for the live one (a
+ * cached plan locks the table it inserts into first). PostgreSQL then aborts one side. When that side is
+ * the migration, everything it did is rolled back, so {@link migrate} simply runs it again, a few times,
+ * with a short backoff; the other side is a node's write, which the node retries.
+ *
  * The SQL comes from migrations.generated.ts (scripts/gen-migrations.ts writes it from migrations/), not
  * from the files: a bundled or single-file deploy has no migrations/ folder beside the code. The same
  * statements serve {@link migrate} and {@link migrationScript} (`pawl migrate --print`), so the printed
@@ -10,6 +17,7 @@
  */
 import type pg from "pg";
 import { inHeldTransaction } from "../../db/held-client.js";
+import { retryDelayMs, type RetryPolicy } from "../../logic/backoff.js";
 import { migrations } from "./migrations.generated.js";
 import { quoteSchema } from "../../db/schema-name.js";
 import type { Queryable } from "../../db/sql.js";
@@ -140,6 +148,40 @@ export function migrationScript(schema: string, pending: readonly Migration[]): 
  * ```
  */
 export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateOnce(pool, schema);
+    } catch (error) {
+      if (attempt >= migrateAttempts || !isLockConflict(error)) throw error;
+      const delayMs = retryDelayMs(attempt, migrateRetryPolicy, Math.random());
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
+
+/** Tries of {@link migrate} when PostgreSQL aborts it over a lock (see the module comment). */
+const migrateAttempts = 5;
+
+/** 200 ms, doubling, jittered by half: a node's write that won the deadlock commits well within it. */
+const migrateRetryPolicy: RetryPolicy = { baseMs: 200, factor: 2, maxMs: 2_000, jitter: 0.5 };
+
+/**
+ * Whether an error aborted the migration transaction over a lock, so that running it again can pass:
+ * SQLSTATE 40P01 (deadlock detected) or 55P03 (lock not available, a `lock_timeout` the role sets).
+ *
+ * @example
+ * ```ts
+ * isLockConflict({ code: "40P01" }); // true
+ * isLockConflict({ code: "42P07" }); // false: relation already exists
+ * ```
+ */
+export function isLockConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "40P01" || code === "55P03";
+}
+
+/** One try of {@link migrate}: one transaction. */
+async function migrateOnce(pool: pg.Pool, schema: string): Promise<MigrateResult> {
   const s = quoteSchema(schema);
   return inHeldTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [lockKey(schema)]);
