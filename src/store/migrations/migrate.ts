@@ -140,7 +140,9 @@ export function migrationScript(schema: string, pending: readonly Migration[]): 
 }
 
 /**
- * Brings `schema` up to the newest migration. Idempotent and safe to call from many nodes at once.
+ * Brings `schema` up to the newest migration. Idempotent and safe to call from many nodes at once, and
+ * under running nodes: a transaction PostgreSQL aborts over a lock (a deadlock, a `lock_timeout`) is run
+ * again, up to five times in all.
  *
  * @example
  * ```ts
