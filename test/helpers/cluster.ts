@@ -122,15 +122,14 @@ export async function insertFinished(
   agoMs: number,
   opts: { timePartitioned?: boolean } = {},
 ): Promise<void> {
-  const flag = opts.timePartitioned === undefined ? "" : ", time_partitioned";
-  const value = opts.timePartitioned === undefined ? "" : `, ${opts.timePartitioned}`;
   await pool.query(
     // Finished rows live in the finished table, with ids from the live table's sequence (migration 0005).
-    `INSERT INTO "${schema}".scheduler_job_finished (id, type, status, attempts, finished_at${flag})
+    // The flag has no default: NULL, when unset, routes a row as leaving the column out does.
+    `INSERT INTO "${schema}".scheduler_job_finished (id, type, status, attempts, finished_at, time_partitioned)
      SELECT nextval(pg_get_serial_sequence('"${schema}".scheduler_job_queue', 'id')), 'old', $1, 1,
-            now() - $2::bigint * interval '1 millisecond'${value}
+            now() - $2::bigint * interval '1 millisecond', $4::boolean
      FROM generate_series(1, $3)`,
-    [status, agoMs, n],
+    [status, agoMs, n, opts.timePartitioned ?? null],
   );
 }
 
