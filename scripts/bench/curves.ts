@@ -208,6 +208,7 @@ export async function runCurves(
     // Every point of the axis once per run, the runs interleaved, so a slow stretch of the machine lands
     // on several points instead of on all the runs of one; each point keeps its median run.
     const measured = new Map<string, CurveDrainResult[]>();
+    const pointKey = (system: SystemName, x: number) => `${system} ${x}`;
     for (let run = 1; run <= runs; run++) {
       for (const system of axis.systems) {
         for (const x of axis.points) {
@@ -219,14 +220,14 @@ export async function runCurves(
           await runChild<null>("curve-drain.ts", { ...input, phase: "prepare" }, { database });
           await new Promise((r) => setTimeout(r, settleMs));
           const result = await runChild<CurveDrainResult>("curve-drain.ts", input, { database });
-          const key = `${system} ${x}`;
+          const key = pointKey(system, x);
           measured.set(key, [...(measured.get(key) ?? []), result]);
         }
       }
     }
     for (const system of axis.systems) {
       for (const x of axis.points) {
-        const all = measured.get(`${system} ${x}`)!;
+        const all = measured.get(pointKey(system, x))!;
         const sorted = [...all].sort((a, b) => a.jobsPerSecond - b.jobsPerSecond);
         const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
         // A duplicate in any run counts: the median run must not hide one.
