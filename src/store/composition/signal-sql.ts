@@ -20,6 +20,7 @@ import {
   type ReturnedRow,
 } from "../jobs/return-to-pending.js";
 import type { ColumnValues } from "../jobs/finished-sql.js";
+import { inIdBatchSql, sortedById, valueAtRowSql } from "../jobs/id-batch-sql.js";
 import { clearLeaseSql, heldBySql } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
@@ -42,14 +43,14 @@ export async function parkJobs(
     "signal_park",
     `UPDATE ${t.jobs} j
      SET status = 'WAITING', signal_state = 'waiting', signal_payload = NULL, signaled_at = NULL,
-         signal_deadline = now() + v.timeout_ms * interval '1 millisecond',
+         signal_deadline = now() + ${valueAtRowSql("j", "$2::bigint[]", "$1::bigint[]")} * interval '1 millisecond',
          attempts = greatest(0, j.attempts - 1), ${clearLeaseSql}, updated_at = now()
-     FROM unnest($1::bigint[], $2::bigint[]) AS v(id, timeout_ms)
-     WHERE j.id = v.id AND ${heldBySql("j", "$3")}
+     WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
+  const sorted = sortedById(items);
   const res = await db.query<{ id: string }>(
-    stmt([items.map((i) => i.id), items.map((i) => i.timeoutMs), nodeId]),
+    stmt([sorted.map((i) => i.id), sorted.map((i) => i.timeoutMs), nodeId]),
   );
   return new Set(res.rows.map((r) => r.id));
 }

@@ -11,6 +11,7 @@
  */
 import { errorRecordJson, type ErrorInfo } from "../../logic/outcome-json.js";
 import { insertFinishedSql } from "../jobs/finished-sql.js";
+import { inIdBatchSql, sortedById, valueAtRowSql } from "../jobs/id-batch-sql.js";
 import { clearLeaseSql, heldBySql } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
@@ -55,14 +56,21 @@ async function ids(res: Promise<{ rows: { id: string }[] }>): Promise<Set<string
 /** What becomes of a SUCCEEDED row: `keep` moves it to the finished table, `delete` drops it. */
 export type SucceededRetention = "keep" | "delete";
 
-/** The guarded delete of the rows a batch ends: RUNNING under the node (`$3` here), by id. */
-const endRunning = (t: Tables, values: string, node: string, returning: string): string =>
+/**
+ * The guarded delete of the rows a batch ends: RUNNING under the node (`node`), by id in the sorted id
+ * array `$1` (../jobs/id-batch-sql.ts).
+ */
+const endRunning = (t: Tables, node: string, returning: string): string =>
   `DELETE FROM ${t.jobs} j
-       USING ${values}
-       WHERE j.id = v.id AND ${heldBySql("j", node)}
+       WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", node)}
        RETURNING ${returning}`;
 
-const completeValues = "unnest($1::bigint[], $2::jsonb[]) AS v(id, result)";
+/** The value of array parameter `param` for row `j` of a batch whose sorted ids are `$1`. */
+const valueOf = (param: string): string => valueAtRowSql("j", param, "$1::bigint[]");
+
+/** A completion's result, from `$2`. */
+const newResult = `${valueOf("$2::jsonb[]")} AS new_result`;
+
 const succeeded = {
   status: "'SUCCEEDED'",
   result: "g.new_result",
@@ -87,7 +95,7 @@ export function completeJobs(
       ? named(
           t,
           "complete",
-          `WITH gone AS (${endRunning(t, completeValues, "$3", "j.*, v.result AS new_result")})
+          `WITH gone AS (${endRunning(t, "$3", `j.*, ${newResult}`)})
            ${insertFinishedSql(t, "g", succeeded, "FROM gone g", "j.id")}`,
         )
       : named(
@@ -95,14 +103,15 @@ export function completeJobs(
           "complete_delete",
           // Only flow rows carry the whole row out of the DELETE (as one composite, NULL for the others).
           `WITH gone AS (
-             ${endRunning(t, completeValues, "$3", "j.id, CASE WHEN j.flow_id IS NOT NULL THEN j END AS r, v.result AS new_result")}
+             ${endRunning(t, "$3", `j.id, CASE WHEN j.flow_id IS NOT NULL THEN j END AS r, ${newResult}`)}
            ),
            kept AS (
              ${insertFinishedSql(t, "(g.r)", succeeded, "FROM gone g WHERE (g.r).id IS NOT NULL")}
            )
            SELECT id FROM gone`,
         );
-  return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => i.resultJson), nodeId])));
+  const sorted = sortedById(items);
+  return ids(db.query(stmt([sorted.map((i) => i.id), sorted.map((i) => i.resultJson), nodeId])));
 }
 
 /** Puts failed jobs back to PENDING after their backoff, recording the error. */
@@ -117,18 +126,18 @@ export function retryJobs(
     t,
     "retry",
     `UPDATE ${t.jobs} j
-     SET scheduled_time = now() + v.delay_ms * interval '1 millisecond',
-         errors = ${appendError("j.errors", "v.err")}, ${clearLeaseSql}, updated_at = now()
-     FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS v(id, delay_ms, err)
-     WHERE j.id = v.id AND ${heldBySql("j", "$4")}
+     SET scheduled_time = now() + ${valueOf("$2::bigint[]")} * interval '1 millisecond',
+         errors = ${appendError("j.errors", valueOf("$3::jsonb[]"))}, ${clearLeaseSql}, updated_at = now()
+     WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$4")}
      RETURNING j.id`,
   );
+  const sorted = sortedById(items);
   return ids(
     db.query(
       stmt([
-        items.map((i) => i.id),
-        items.map((i) => i.delayMs),
-        items.map((i) => errorRecordJson(i.error)),
+        sorted.map((i) => i.id),
+        sorted.map((i) => i.delayMs),
+        sorted.map((i) => errorRecordJson(i.error)),
         nodeId,
       ]),
     ),
@@ -146,7 +155,7 @@ export function killJobs(
   const stmt = named(
     t,
     "kill",
-    `WITH gone AS (${endRunning(t, "unnest($1::bigint[], $2::jsonb[]) AS v(id, err)", "$3", "j.*, v.err AS new_err")})
+    `WITH gone AS (${endRunning(t, "$3", `j.*, ${valueOf("$2::jsonb[]")} AS new_err`)})
      ${insertFinishedSql(
        t,
        "g",
@@ -160,7 +169,8 @@ export function killJobs(
        "j.id",
      )}`,
   );
-  return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => errorRecordJson(i.error)), nodeId])));
+  const sorted = sortedById(items);
+  return ids(db.query(stmt([sorted.map((i) => i.id), sorted.map((i) => errorRecordJson(i.error)), nodeId])));
 }
 
 /**
@@ -178,11 +188,11 @@ export function rescheduleJobs(
     t,
     "reschedule",
     `UPDATE ${t.jobs} j
-     SET scheduled_time = now() + v.delay_ms * interval '1 millisecond',
+     SET scheduled_time = now() + ${valueOf("$2::bigint[]")} * interval '1 millisecond',
          attempts = greatest(0, j.attempts - 1), ${clearLeaseSql}, updated_at = now()
-     FROM unnest($1::bigint[], $2::bigint[]) AS v(id, delay_ms)
-     WHERE j.id = v.id AND ${heldBySql("j", "$3")}
+     WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
-  return ids(db.query(stmt([items.map((i) => i.id), items.map((i) => i.delayMs), nodeId])));
+  const sorted = sortedById(items);
+  return ids(db.query(stmt([sorted.map((i) => i.id), sorted.map((i) => i.delayMs), nodeId])));
 }

@@ -4,6 +4,7 @@
  * that was canceled, recovered by another node, or has ended. The value rides along when the job moves to
  * the finished table, because the move copies every column (./finished-sql.ts).
  */
+import { inIdBatchSql, sortedById, valueAtRowSql } from "../jobs/id-batch-sql.js";
 import { heldBySql } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
@@ -32,13 +33,13 @@ export async function writeProgress(
   const stmt = named(
     t,
     "progress",
-    `UPDATE ${t.jobs} j SET progress = v.progress
-     FROM unnest($1::bigint[], $2::jsonb[]) AS v(id, progress)
-     WHERE j.id = v.id AND ${heldBySql("j", "$3")}
+    `UPDATE ${t.jobs} j SET progress = ${valueAtRowSql("j", "$2::jsonb[]", "$1::bigint[]")}
+     WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
+  const sorted = sortedById(items);
   const res = await db.query<{ id: string }>(
-    stmt([items.map((i) => i.id), items.map((i) => i.progressJson), nodeId]),
+    stmt([sorted.map((i) => i.id), sorted.map((i) => i.progressJson), nodeId]),
   );
   return new Set(res.rows.map((r) => r.id));
 }
