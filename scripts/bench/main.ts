@@ -18,6 +18,12 @@
  *                                         the idle cost per node with each --coordinator (idle-axis.ts);
  *                                         SVG plots into --plots (curves.ts); each drain point the median
  *                                         of --runs, interleaved
+ *             --goals [--skip drain,latency,curves] [--curve-runs 1]
+ *                                         issue 28's goals in one run: the drain beside graphile-worker
+ *                                         tuned and the floor with finished rows kept and not kept,
+ *                                         pickup per coordinator, the backlog, finished, load and idle
+ *                                         curves, then one table of each goal and whether it holds
+ *                                         (goals.ts; --jobs and --runs as for the drain)
  *             --fairness                  concurrency keys (issue 27): noisy neighbour, a limit of 3 on two
  *                                         nodes, 1,000 keys, a critical job behind a backlog, throughput
  *                                         with and without keys (fairness.ts)
@@ -50,6 +56,7 @@ import { runChild } from "./lib/child.js";
 import { benchDatabaseUrl, databaseName, ensureDatabase, median, queryOnce, round } from "./lib/common.js";
 import { benchTracingModes } from "./lib/bench-tracing.js";
 import { dec, int, ratio, renderTable } from "./lib/table.js";
+import { goalRows, renderGoals, type DrainResults } from "./lib/goal-table.js";
 import type {
   DrainMeasurement,
   EnqueueMeasurement,
@@ -83,6 +90,9 @@ const { values: flags } = parseArgs({
     // Hook for the claim-cursor benchmark of issue 7, which belongs to the claim-cursor work.
     graveyard: { type: "boolean", default: false },
     fairness: { type: "boolean", default: false },
+    goals: { type: "boolean", default: false },
+    skip: { type: "string" },
+    "curve-runs": { type: "string", default: "1" },
     curves: { type: "boolean", default: false },
     primaries: { type: "string" },
     axes: { type: "string" },
@@ -108,6 +118,28 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(USAGE);
+  process.exit(0);
+}
+
+if (flags.goals) {
+  const skip = (flags.skip ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = skip.filter((s) => !["drain", "latency", "curves"].includes(s));
+  if (unknown.length > 0) {
+    console.error(`--skip takes drain, latency, curves; got ${unknown.join(", ")}`);
+    process.exit(2);
+  }
+  const { runGoals } = await import("./goals.js");
+  await runGoals({
+    jobs: flags.jobs ?? "20000,100000",
+    runs: Math.max(1, Math.floor(Number(flags.runs)) || 1),
+    curveRuns: Math.max(1, Math.floor(Number(flags["curve-runs"])) || 1),
+    skip,
+    ...(flags["database-url"] ? { databaseUrl: flags["database-url"] } : {}),
+    ...(flags["json-out"] ? { jsonOut: flags["json-out"] } : {}),
+  });
   process.exit(0);
 }
 
@@ -728,34 +760,16 @@ if (showRatio && Object.keys(results.drain).length) {
       }),
     ),
   );
-  // Issue 28's goals, where measured: the ratio to graphile-worker tuned (1.25x with finished rows kept,
-  // 1.5x without) and to the SQL floor, pawl's node CPU, and with rows kept its WAL per job.
+  // Issue 28's goals this run measured (--goals runs them all): the ratios to graphile-worker tuned and
+  // the floor, pawl's node CPU, and with rows kept its WAL per job.
   const kept = process.env.PAWL_BENCH_KEEP_SUCCEEDED !== "false";
-  const verdict = (ok: boolean) => (ok ? "met" : "missed");
-  for (const n of sizes) {
-    const bySystem = results.drain[n]!;
-    const pawl = bySystem.pawl as unknown as Row | undefined;
-    const goal = (peer: SystemName, target: number) => {
-      const x = (bySystem[peer] as unknown as Row | undefined)?.pawlRatio as number | undefined;
-      return x === undefined
-        ? null
-        : `pawl / ${label(peer)} = ${ratio(x)} (goal >= ${target}x: ${verdict(x >= target)})`;
-    };
-    const goals = [
-      goal("graphile-tuned", kept ? 1.25 : 1.5),
-      goal("floor", 0.6),
-      pawl
-        ? `node CPU ${dec(pawl.median.nodeCpuUsPerJob, 0)} us/job (goal <= 15: ${verdict(pawl.median.nodeCpuUsPerJob! <= 15)})`
-        : null,
-      pawl && kept
-        ? `WAL ${int(pawl.median.walBytesPerJob)} B/job (goal <= 500: ${verdict(pawl.median.walBytesPerJob! <= 500)})`
-        : null,
-    ].filter(Boolean);
-    if (goals.length)
-      out.push(
-        `goals, ${int(Number(n))} jobs, finished rows ${kept ? "kept" : "not kept"}: ${goals.join("; ")}`,
-      );
-  }
+  const drains = results.drain as unknown as DrainResults;
+  const rows = goalRows(kept ? { kept: drains } : { notKept: drains }).filter((r) => r.holds !== null);
+  out.push(
+    "",
+    `Issue 28's goals measured by this run (finished rows ${kept ? "kept" : "not kept"}; sizes smallest first)`,
+  );
+  out.push(renderGoals(rows));
   out.push("");
 }
 if (results.coordinatorLatency.length) {
