@@ -10,6 +10,7 @@ import { JobStore, type PawlClient } from "../../../src/index.js";
 import { systemClock } from "../../../src/core/clock.js";
 import { silentLogger } from "../../../src/core/logger.js";
 import { OutcomeWriter } from "../../../src/node/outcome-writer.js";
+import { leasedJobs } from "../../helpers/leased-jobs.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;
@@ -28,18 +29,8 @@ afterAll(async () => {
   await cleanup();
 });
 
-async function claim(type: string, n: number, nodeId = "w1"): Promise<string[]> {
-  await pawl.enqueueMany(Array.from({ length: n }, () => ({ type })));
-  const claimed = await store.claim({
-    nodeId,
-    limit: n,
-    types: [type],
-    boostIntervalMs: 0,
-    withPayload: false,
-  });
-  expect(claimed).toHaveLength(n);
-  return claimed.map((c) => c.id);
-}
+/** `n` jobs of `type` leased to the writer's node. */
+const claim = (type: string, n: number): Promise<string[]> => leasedJobs(store, type, n, "w1");
 
 /** A done callback and the promise of its answer; rejects if the writer never answers. */
 function answer(): { done: (ok: boolean) => void; landed: Promise<boolean> } {

@@ -9,6 +9,7 @@ import { JobStore } from "../../../src/index.js";
 import { completeJobs } from "../../../src/store/outcomes/finish-jobs.js";
 import { tablesFor, type Queryable } from "../../../src/db/sql.js";
 import { setupSchema } from "../../helpers/pawl.js";
+import { leasedJobs } from "../../helpers/leased-jobs.js";
 import { newJob } from "../../helpers/new-job.js";
 
 let schema: string;
@@ -27,19 +28,8 @@ beforeEach(async () => {
   await pool.query(`TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished`);
 });
 
-/** Enqueues `n` jobs of `type` and leases them all to `node`; returns their ids. */
-async function leased(type: string, n: number, node = "n1"): Promise<string[]> {
-  await store.enqueue(Array.from({ length: n }, () => newJob({ type })));
-  const claimed = await store.claim({
-    nodeId: node,
-    limit: n,
-    types: [type],
-    boostIntervalMs: 0,
-    withPayload: false,
-  });
-  expect(claimed).toHaveLength(n);
-  return claimed.map((c) => c.id);
-}
+/** `n` jobs of `type` leased to node n1. */
+const leased = (type: string, n: number): Promise<string[]> => leasedJobs(store, type, n, "n1");
 
 /** A fixed shuffle that puts ids of different digit counts out of order both ways. */
 const shuffled = (ids: readonly string[]): string[] =>
@@ -59,55 +49,60 @@ describe("batch outcome writes", () => {
       shuffled(ids.filter((_, i) => i % 6 === k)),
     ) as [string[], string[], string[], string[], string[], string[]];
     const error = (id: string) => ({ attempt: 1, name: "Error", message: `failed ${id}` });
+    const minutes = (id: string) => Number(id) * 60_000;
 
-    expect(
-      (
-        await store.writeProgress!(
-          "n1",
-          progressed.map((id) => ({ id, progressJson: id })),
-        )
-      ).size,
-    ).toBe(5);
-    expect(
-      (
-        await store.complete(
-          "n1",
-          done.map((id) => ({ id, resultJson: JSON.stringify({ id }) })),
-        )
-      ).size,
-    ).toBe(5);
-    expect(
-      (
-        await store.retry(
-          "n1",
-          retried.map((id) => ({ id, delayMs: Number(id) * 60_000, error: error(id) })),
-        )
-      ).size,
-    ).toBe(5);
-    expect(
-      (
-        await store.kill(
-          "n1",
-          dead.map((id) => ({ id, error: error(id) })),
-        )
-      ).size,
-    ).toBe(5);
-    expect(
-      (
-        await store.reschedule(
-          "n1",
-          snoozed.map((id) => ({ id, delayMs: Number(id) * 60_000 })),
-        )
-      ).size,
-    ).toBe(5);
-    expect(
-      (
-        await store.park(
-          "n1",
-          parked.map((id) => ({ id, timeoutMs: Number(id) * 60_000 })),
-        )
-      ).size,
-    ).toBe(5);
+    // In this order: progress leaves its rows leased, the others end or hand back theirs.
+    const writes: [string, () => Promise<Set<string>>][] = [
+      [
+        "progress",
+        () =>
+          store.writeProgress!(
+            "n1",
+            progressed.map((id) => ({ id, progressJson: id })),
+          ),
+      ],
+      [
+        "complete",
+        () =>
+          store.complete(
+            "n1",
+            done.map((id) => ({ id, resultJson: JSON.stringify({ id }) })),
+          ),
+      ],
+      [
+        "retry",
+        () =>
+          store.retry(
+            "n1",
+            retried.map((id) => ({ id, delayMs: minutes(id), error: error(id) })),
+          ),
+      ],
+      [
+        "kill",
+        () =>
+          store.kill(
+            "n1",
+            dead.map((id) => ({ id, error: error(id) })),
+          ),
+      ],
+      [
+        "reschedule",
+        () =>
+          store.reschedule(
+            "n1",
+            snoozed.map((id) => ({ id, delayMs: minutes(id) })),
+          ),
+      ],
+      [
+        "park",
+        () =>
+          store.park(
+            "n1",
+            parked.map((id) => ({ id, timeoutMs: minutes(id) })),
+          ),
+      ],
+    ];
+    for (const [kind, write] of writes) expect((await write()).size, kind).toBe(5);
 
     const finished = await pool.query<{
       id: string;
