@@ -45,7 +45,8 @@ function parts(o: GoalsOptions): { name: keyof GoalInputs; skipAs: string; args:
     String(o.runs),
   ];
   return [
-    { name: "kept", skipAs: "drain", args: drain },
+    // Both modes explicit: the children inherit PAWL_BENCH_KEEP_SUCCEEDED from this environment.
+    { name: "kept", skipAs: "drain", args: [...drain, "--keep-succeeded", "true"] },
     { name: "notKept", skipAs: "drain", args: [...drain, "--keep-succeeded", "false"] },
     { name: "latency", skipAs: "latency", args: ["--latency", "--coordinator", "postgres,amqp,hazelcast"] },
     {
