@@ -15,7 +15,8 @@ import { compareIdText } from "../../logic/job-ids.js";
 
 /**
  * `items` sorted by id, ascending in numeric order, as {@link valueAtRowSql} needs its id array. A copy;
- * the caller's array keeps its order.
+ * the caller's array keeps its order. Ids are compared as PostgreSQL prints a bigint (decimal, no sign, no
+ * leading zeros), which every id pawl hands out is.
  */
 export function sortedById<T extends { id: string }>(items: readonly T[]): T[] {
   return [...items].sort((a, b) => compareIdText(a.id, b.id));
