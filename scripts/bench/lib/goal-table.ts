@@ -64,6 +64,7 @@ const sizes = (d: DrainResults): string[] => Object.keys(d).sort((a, b) => Numbe
 
 /** `f` of each size's series of `system`, joined with " / " (the smallest size first). */
 function perSize(d: DrainResults, system: string, f: (s: DrainSeries) => string): string {
+  if (sizes(d).length === 0) return "not measured";
   return sizes(d)
     .map((n) => {
       const s = d[n]?.[system];
@@ -87,8 +88,7 @@ function everySize(
   return xs.every((x) => test(x!));
 }
 
-function ratioRows(d: DrainResults | undefined, mode: string, target: number): GoalRow[] {
-  if (!d) return [];
+function ratioRows(d: DrainResults, mode: string, target: number): GoalRow[] {
   return [
     {
       goal: `${mode}: >= ${target}x graphile-worker tuned`,
@@ -162,55 +162,52 @@ function duplicates(inputs: GoalInputs): number {
  * ```
  */
 export function goalRows(inputs: GoalInputs): GoalRow[] {
+  const kept = inputs.kept ?? {};
   const rows: GoalRow[] = [
-    ...ratioRows(inputs.kept, "rows kept", 1.25),
-    ...ratioRows(inputs.notKept, "rows not kept", 1.5),
-  ];
-  if (inputs.kept) {
-    rows.push({
+    ...ratioRows(kept, "rows kept", 1.25),
+    ...ratioRows(inputs.notKept ?? {}, "rows not kept", 1.5),
+    {
       goal: "rows kept: WAL <= 500 B per job",
-      measured: perSize(inputs.kept, "pawl", (s) => int(s.median.walBytesPerJob)),
+      measured: perSize(kept, "pawl", (s) => int(s.median.walBytesPerJob)),
       holds: everySize(
-        inputs.kept,
+        kept,
         "pawl",
         (s) => s.median.walBytesPerJob,
         (x) => x <= 500,
       ),
+    },
+  ];
+  const { points, load, idle } = inputs.curves ?? { points: [], load: [], idle: [] };
+  for (const [axis, x, what] of [
+    ["backlog", 1_000_000, "1,000,000 due jobs behind the claim"],
+    ["finished", 10_000_000, "10,000,000 finished rows kept"],
+  ] as const) {
+    const r = flatRatio(points, axis, x);
+    rows.push({
+      goal: `flat: >= 0.9x the empty-table rate with ${what}`,
+      measured: r === undefined ? "not measured" : ratio(r),
+      holds: r === undefined ? null : r >= 0.9,
     });
   }
-  if (inputs.curves) {
-    const { points, load, idle } = inputs.curves;
-    for (const [axis, x, what] of [
-      ["backlog", 1_000_000, "1,000,000 due jobs behind the claim"],
-      ["finished", 10_000_000, "10,000,000 finished rows kept"],
-    ] as const) {
-      const r = flatRatio(points, axis, x);
-      rows.push({
-        goal: `flat: >= 0.9x the empty-table rate with ${what}`,
-        measured: r === undefined ? "not measured" : ratio(r),
-        holds: r === undefined ? null : r >= 0.9,
-      });
-    }
-    const half = load.flatMap((l) => {
-      const p = l.result.points.find((q) => q.load === 0.5);
-      return p ? [`${l.system} ${dec(p.p99)} ms`] : [];
-    });
-    rows.push({
-      goal: "pickup p99 at 50% of the maximum load, reported",
-      measured: half.length ? half.join(", ") : "not measured",
-      holds: null,
-    });
-    const measuredIdle = idle.flatMap((p) =>
-      "skipped" in p.result
-        ? []
-        : [`${p.nodes} ${p.coordinator} ${dec(p.result.transactionsPerSecondPerNode)} tx/s`],
-    );
-    rows.push({
-      goal: "idle cost per node at 1, 10, 100 nodes, reported",
-      measured: measuredIdle.length ? measuredIdle.join(", ") : "not measured",
-      holds: null,
-    });
-  }
+  const half = load.flatMap((l) => {
+    const p = l.result.points.find((q) => q.load === 0.5);
+    return p ? [`${l.system} ${dec(p.p99)} ms`] : [];
+  });
+  rows.push({
+    goal: "pickup p99 at 50% of the maximum load, reported",
+    measured: half.length ? half.join(", ") : "not measured",
+    holds: null,
+  });
+  const measuredIdle = idle.flatMap((p) =>
+    "skipped" in p.result
+      ? []
+      : [`${p.nodes} ${p.coordinator} ${dec(p.result.transactionsPerSecondPerNode)} tx/s`],
+  );
+  rows.push({
+    goal: "idle cost per node at 1, 10, 100 nodes, reported",
+    measured: measuredIdle.length ? measuredIdle.join(", ") : "not measured",
+    holds: null,
+  });
   for (const [coordinator, target] of Object.entries(pickupTargets)) {
     const r = inputs.latency?.find((l) => l.coordinator === coordinator);
     rows.push({

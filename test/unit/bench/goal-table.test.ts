@@ -80,10 +80,21 @@ describe("goalRows", () => {
     expect(row({ kept: low }, "rows kept: WAL <= 500 B per job").holds).toBe(true);
   });
 
-  it("holds rows without history to 1.5x and asks no WAL of them", () => {
-    const notKept = drain(pawl, [1.49, 1.6], [0.7, 0.7]);
+  it("holds rows without history to 1.5x and judges WAL on the kept drain only", () => {
+    const notKept = drain(
+      [
+        { nodeUs: 10, wal: 400 },
+        { nodeUs: 10, wal: 400 },
+      ],
+      [1.49, 1.6],
+      [0.7, 0.7],
+    );
     expect(row({ notKept }, "rows not kept: >= 1.5x graphile-worker tuned")).toMatchObject({ holds: false });
-    expect(goalRows({ notKept }).some((r) => r.goal.includes("WAL"))).toBe(false);
+    expect(row({ notKept }, "rows kept: WAL <= 500 B per job")).toEqual({
+      goal: "rows kept: WAL <= 500 B per job",
+      measured: "not measured",
+      holds: null,
+    });
   });
 
   it("holds nothing for a peer that was not measured", () => {
@@ -107,12 +118,15 @@ describe("goalRows", () => {
     expect(row({ latency }, `pickup p50, ${coordinator}: <= ${target} ms`).holds).toBe(holds);
   });
 
-  it("reads a coordinator that was not measured as not measured", () => {
+  it("reads a part that was not measured as not measured, and holds nothing of it", () => {
     expect(row({ latency: [] }, "pickup p50, amqp: <= 3 ms")).toEqual({
       goal: "pickup p50, amqp: <= 3 ms",
       measured: "not measured",
       holds: null,
     });
+    const flat = "flat: >= 0.9x the empty-table rate with 10,000,000 finished rows kept";
+    expect(row({}, flat)).toEqual({ goal: flat, measured: "not measured", holds: null });
+    expect(row({}, "pickup p99 at 50% of the maximum load, reported").measured).toBe("not measured");
   });
 
   it("judges the flat curves against pawl's empty-table point, not a peer's", () => {
