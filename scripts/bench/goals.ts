@@ -33,8 +33,16 @@ export interface GoalsOptions {
   jsonOut?: string;
 }
 
-/** The parts of a goals run, in order, with the flags each passes to main.ts. */
-function parts(o: GoalsOptions): { name: keyof GoalInputs; skipAs: string; args: string[] }[] {
+/** One part of a goals run: the flags it passes to main.ts, and what of main.ts's JSON the goals read. */
+interface Part {
+  name: keyof GoalInputs;
+  skipAs: string;
+  args: string[];
+  read: (json: Record<string, unknown>) => unknown;
+}
+
+/** The parts of a goals run, in order. */
+function parts(o: GoalsOptions): Part[] {
   const drain = [
     "--systems",
     "pawl,graphile-tuned,floor",
@@ -44,15 +52,23 @@ function parts(o: GoalsOptions): { name: keyof GoalInputs; skipAs: string; args:
     "--runs",
     String(o.runs),
   ];
+  // The drains' JSON holds every workload's results; the goals read the drain's.
+  const drainOf = (json: Record<string, unknown>) => json.drain;
   return [
     // Both modes explicit: the children inherit PAWL_BENCH_KEEP_SUCCEEDED from this environment.
-    { name: "kept", skipAs: "drain", args: [...drain, "--keep-succeeded", "true"] },
-    { name: "notKept", skipAs: "drain", args: [...drain, "--keep-succeeded", "false"] },
-    { name: "latency", skipAs: "latency", args: ["--latency", "--coordinator", "postgres,amqp,hazelcast"] },
+    { name: "kept", skipAs: "drain", args: [...drain, "--keep-succeeded", "true"], read: drainOf },
+    { name: "notKept", skipAs: "drain", args: [...drain, "--keep-succeeded", "false"], read: drainOf },
+    {
+      name: "latency",
+      skipAs: "latency",
+      args: ["--latency", "--coordinator", "postgres,amqp,hazelcast"],
+      read: (json) => json.coordinatorLatency,
+    },
     {
       name: "curves",
       skipAs: "curves",
       args: ["--curves", "--axes", "backlog,finished,load,idle", "--runs", String(o.curveRuns)],
+      read: (json) => json,
     },
   ];
 }
@@ -91,14 +107,7 @@ export async function runGoals(o: GoalsOptions): Promise<GoalInputs> {
       const args = o.databaseUrl ? [...part.args, "--database-url", o.databaseUrl] : part.args;
       try {
         const json = (await runPart(args, join(dir, `${part.name}.json`))) as Record<string, unknown>;
-        // The drains' JSON holds every workload; the goals read the drain. The others are read whole.
-        const value =
-          part.name === "kept" || part.name === "notKept"
-            ? json.drain
-            : part.name === "latency"
-              ? json.coordinatorLatency
-              : json;
-        Object.assign(inputs, { [part.name]: value });
+        Object.assign(inputs, { [part.name]: part.read(json) });
       } catch (error) {
         failed.push(`${part.name}: ${(error as Error).message.split("\n")[0]}`);
       }
