@@ -20,7 +20,7 @@ import {
   type ReturnedRow,
 } from "../jobs/return-to-pending.js";
 import type { ColumnValues } from "../jobs/finished-sql.js";
-import { inIdBatchSql, sortedById, valueAtRowSql } from "../jobs/id-batch-sql.js";
+import { idBatchParams, inIdBatchSql, valueAtRowSql } from "../jobs/id-batch-sql.js";
 import { clearLeaseSql, heldBySql } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
@@ -48,10 +48,7 @@ export async function parkJobs(
      WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
-  const sorted = sortedById(items);
-  const res = await db.query<{ id: string }>(
-    stmt([sorted.map((i) => i.id), sorted.map((i) => i.timeoutMs), nodeId]),
-  );
+  const res = await db.query<{ id: string }>(stmt([...idBatchParams(items, (i) => i.timeoutMs), nodeId]));
   return new Set(res.rows.map((r) => r.id));
 }
 

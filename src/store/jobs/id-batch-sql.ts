@@ -14,12 +14,22 @@
 import { compareIdText } from "../../logic/job-ids.js";
 
 /**
- * `items` sorted by id, ascending in numeric order, as {@link valueAtRowSql} needs its id array. A copy;
- * the caller's array keeps its order. Ids are compared as PostgreSQL prints a bigint (decimal, no sign, no
- * leading zeros), which every id pawl hands out is.
+ * A batch's array parameters: its ids sorted ascending in numeric order, as {@link valueAtRowSql} needs
+ * them, then each of `columns` in the same order. Every writer takes its arrays from here, so none can
+ * send ids in an order the lookup cannot read. Ids are compared as PostgreSQL prints a bigint (decimal,
+ * no sign, no leading zeros), which every id pawl hands out is.
+ *
+ * @example
+ * ```ts
+ * idBatchParams([{ id: "10", r: "b" }, { id: "9", r: "a" }], (i) => i.r); // [["9", "10"], ["a", "b"]]
+ * ```
  */
-export function sortedById<T extends { id: string }>(items: readonly T[]): T[] {
-  return [...items].sort((a, b) => compareIdText(a.id, b.id));
+export function idBatchParams<T extends { id: string }>(
+  items: readonly T[],
+  ...columns: ((item: T) => unknown)[]
+): unknown[][] {
+  const sorted = [...items].sort((a, b) => compareIdText(a.id, b.id));
+  return [sorted.map((i) => i.id), ...columns.map((column) => sorted.map(column))];
 }
 
 /** The rows of a batch: `alias.id` is one of the ids in array parameter `ids`. */
@@ -27,7 +37,7 @@ export const inIdBatchSql = (alias: string, ids: string): string => `${alias}.id
 
 /**
  * The element of array parameter `values` that belongs to row `alias`: the one at the position of its id
- * in `ids`. `ids` must be sorted ascending ({@link sortedById}) and hold the row's id, as it does for
+ * in `ids`. `ids` must be sorted ascending ({@link idBatchParams}) and hold the row's id, as it does for
  * every row {@link inIdBatchSql} selects; `width_bucket` then returns exactly that position.
  */
 export const valueAtRowSql = (alias: string, values: string, ids: string): string =>

@@ -11,7 +11,7 @@
  */
 import { errorRecordJson, type ErrorInfo } from "../../logic/outcome-json.js";
 import { insertFinishedSql } from "../jobs/finished-sql.js";
-import { inIdBatchSql, sortedById, valueAtRowSql } from "../jobs/id-batch-sql.js";
+import { idBatchParams, inIdBatchSql, valueAtRowSql } from "../jobs/id-batch-sql.js";
 import { clearLeaseSql, heldBySql } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
@@ -110,8 +110,7 @@ export function completeJobs(
            )
            SELECT id FROM gone`,
         );
-  const sorted = sortedById(items);
-  return ids(db.query(stmt([sorted.map((i) => i.id), sorted.map((i) => i.resultJson), nodeId])));
+  return ids(db.query(stmt([...idBatchParams(items, (i) => i.resultJson), nodeId])));
 }
 
 /** Puts failed jobs back to PENDING after their backoff, recording the error. */
@@ -131,13 +130,14 @@ export function retryJobs(
      WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$4")}
      RETURNING j.id`,
   );
-  const sorted = sortedById(items);
   return ids(
     db.query(
       stmt([
-        sorted.map((i) => i.id),
-        sorted.map((i) => i.delayMs),
-        sorted.map((i) => errorRecordJson(i.error)),
+        ...idBatchParams(
+          items,
+          (i) => i.delayMs,
+          (i) => errorRecordJson(i.error),
+        ),
         nodeId,
       ]),
     ),
@@ -169,8 +169,7 @@ export function killJobs(
        "j.id",
      )}`,
   );
-  const sorted = sortedById(items);
-  return ids(db.query(stmt([sorted.map((i) => i.id), sorted.map((i) => errorRecordJson(i.error)), nodeId])));
+  return ids(db.query(stmt([...idBatchParams(items, (i) => errorRecordJson(i.error)), nodeId])));
 }
 
 /**
@@ -193,6 +192,5 @@ export function rescheduleJobs(
      WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
-  const sorted = sortedById(items);
-  return ids(db.query(stmt([sorted.map((i) => i.id), sorted.map((i) => i.delayMs), nodeId])));
+  return ids(db.query(stmt([...idBatchParams(items, (i) => i.delayMs), nodeId])));
 }

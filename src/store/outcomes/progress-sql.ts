@@ -4,7 +4,7 @@
  * that was canceled, recovered by another node, or has ended. The value rides along when the job moves to
  * the finished table, because the move copies every column (./finished-sql.ts).
  */
-import { inIdBatchSql, sortedById, valueAtRowSql } from "../jobs/id-batch-sql.js";
+import { idBatchParams, inIdBatchSql, valueAtRowSql } from "../jobs/id-batch-sql.js";
 import { heldBySql } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
@@ -37,9 +37,6 @@ export async function writeProgress(
      WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$3")}
      RETURNING j.id`,
   );
-  const sorted = sortedById(items);
-  const res = await db.query<{ id: string }>(
-    stmt([sorted.map((i) => i.id), sorted.map((i) => i.progressJson), nodeId]),
-  );
+  const res = await db.query<{ id: string }>(stmt([...idBatchParams(items, (i) => i.progressJson), nodeId]));
   return new Set(res.rows.map((r) => r.id));
 }
