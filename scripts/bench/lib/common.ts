@@ -2,6 +2,7 @@
  * Shared helpers of the benchmark: the database URL (and creating the bench database), statistics,
  * monotonic timestamps that are comparable across processes, and small async utilities.
  */
+import { loadavg } from "node:os";
 import pg from "pg";
 
 /** The default bench database: a dedicated one, so per-database CPU accounting sees only the bench. */
@@ -161,6 +162,9 @@ export const round = (x: number, digits = 0): number => {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
 };
+
+/** The machine's load averages (1, 5, 15 min), to two decimals: printed beside each measurement. */
+export const loadAverage = (): number[] => loadavg().map((x) => round(x, 2));
 
 /** Quotes an SQL identifier. */
 export const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
