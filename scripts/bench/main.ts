@@ -252,6 +252,12 @@ const workloads = {
   enqueue: flags.all || flags.enqueue,
 };
 const mixedJobs = positiveInt("mixed-jobs", flags["mixed-jobs"] ?? String(jobsList[0]));
+const pickupSamples = positiveInt("samples", flags.samples ?? "500");
+const enqueueSizes = {
+  single: positiveInt("enqueue-single", flags["enqueue-single"]),
+  bulk: positiveInt("enqueue-bulk", flags["enqueue-bulk"]),
+  batch: positiveInt("batch", flags.batch),
+};
 
 /** Progress lines go to stderr, so `--json` output on stdout stays clean. */
 const progress = (line: string) => console.error(line);
@@ -295,13 +301,6 @@ progress(
   `pawl bench: ${systems.join(", ")} | db ${database} (PostgreSQL ${results.meta.postgres}) | node ${process.version} | ` +
     `load average ${results.meta.loadAverage.start.join(" ")}`,
 );
-
-const pickupSamples = positiveInt("samples", flags.samples ?? "500");
-const enqueueSizes = {
-  single: positiveInt("enqueue-single", flags["enqueue-single"]),
-  bulk: positiveInt("enqueue-bulk", flags["enqueue-bulk"]),
-  batch: positiveInt("batch", flags.batch),
-};
 
 await runWorkloads(
   {
