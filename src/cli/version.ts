@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
  *
  * @example
  * ```ts
- * packageVersion(); // "0.2.0-dev.0"
+ * packageVersion(); // "0.3.0-dev.0"
  * ```
  */
 export function packageVersion(): string {
