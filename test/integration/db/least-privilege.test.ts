@@ -5,6 +5,10 @@
  * pruning, a dead letter retry), makes and drops history partitions through the owner's functions,
  * and the CLI's reads run as a read-only role. What needs more (migrate as the application role, any role
  * never granted) fails with INSUFFICIENT_PRIVILEGE saying what to run.
+ *
+ * The schema's name is 63 characters, PostgreSQL's identifier limit and the longest the docs allow: every
+ * identifier pawl derives from it (statement names, partition names, the wakeup channel) must stay within
+ * 63 bytes and its own, and nothing may be printed to the host's stderr.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
@@ -14,7 +18,8 @@ import { main } from "../../../src/cli/main.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../../helpers/db.js";
 import { testPawl } from "../../helpers/pawl.js";
 
-const schema = uniqueSchema("least_priv");
+// uniqueSchema adds "_" and 8 hex digits: 54 + 9 = 63 characters.
+const schema = uniqueSchema("least_priv_".padEnd(54, "x"));
 const suffix = randomBytes(3).toString("hex");
 const appRole = `pawl_app_${suffix}`;
 const readerRole = `pawl_reader_${suffix}`;
@@ -39,6 +44,30 @@ async function cli(argv: string[], url = databaseUrl) {
     env: {},
   });
   return { code, stdout, stderr };
+}
+
+/**
+ * Everything written to stderr (directly or through console.error / console.warn) until `stop()`, which
+ * restores the originals and returns what was written.
+ */
+function captureStderr(): { stop: () => string[] } {
+  const seen: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  const { error, warn } = console;
+  process.stderr.write = ((chunk: unknown) => {
+    seen.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
+  console.error = (...args: unknown[]) => void seen.push(args.map(String).join(" "));
+  console.warn = (...args: unknown[]) => void seen.push(args.map(String).join(" "));
+  return {
+    stop: () => {
+      process.stderr.write = write;
+      console.error = error;
+      console.warn = warn;
+      return seen;
+    },
+  };
 }
 
 beforeAll(async () => {
@@ -74,7 +103,9 @@ describe("least privilege", () => {
     await node?.close();
   });
 
-  it("runs the whole job lifecycle as the application role", async () => {
+  it("runs the whole job lifecycle as the application role, printing nothing", async () => {
+    expect(schema).toHaveLength(63);
+    const printed = captureStderr();
     node = testPawl(schema, {
       connectionString: urlAs(appRole),
       succeededRetentionMs: 2_000, // long enough for waitFor to read the outcomes, then pruned
@@ -136,6 +167,7 @@ describe("least privilege", () => {
     await node.unschedule("tick");
     await pruned;
     expect(await node.dlq.retry(dead.id)).toBeTruthy();
+    expect(printed.stop()).toEqual([]);
   }, 90_000);
 
   it("makes and drops history partitions as the application role; the reader may not", async () => {
