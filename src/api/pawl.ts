@@ -7,6 +7,7 @@
 import { attemptTracer } from "../node/attempt/attempt-spans.js";
 import { traceInternals, traceOutcomeWrites } from "../node/internal-spans.js";
 import { resolveConfig, type PawlConfig } from "../input/config.js";
+import { usesEmbeddedDatabase } from "../input/embedded-config.js";
 import { onConnectionFault } from "../db/held-client.js";
 import { PawlError, SchemaVersionError } from "../core/errors.js";
 import { PawlEventEmitter, type PawlEventName, type PawlEvents } from "../core/events.js";
@@ -221,6 +222,11 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       },
       // Heartbeats get their own connection unless the caller brought the pool.
       ...(c.pool === undefined ? { heartbeatConnectionString: c.connectionString } : {}),
+      // The node id's session lock needs a session of its own on PostgreSQL itself: the direct connection,
+      // or the main one unless it goes through a transaction pooler (unprepared statements).
+      ...(usesEmbeddedDatabase(c.pool, c.connectionString)
+        ? {}
+        : nodeIdLockUrl(c.directConnectionString, c.preparedStatements ? c.connectionString : undefined)),
     });
     await cluster.prepare();
     if (this.runtime || this.stopping) {
@@ -417,4 +423,13 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   get nodeRuntime(): NodeRuntime | null {
     return this.runtime;
   }
+}
+
+/** The `nodeIdLockConnectionString` of ClusterServices: the direct URL, else the main one, else none. */
+function nodeIdLockUrl(
+  direct: string | undefined,
+  main: string | undefined,
+): { nodeIdLockConnectionString?: string } {
+  const url = direct ?? main;
+  return url === undefined ? {} : { nodeIdLockConnectionString: url };
 }
