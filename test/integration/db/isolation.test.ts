@@ -11,7 +11,9 @@ import { silentLogger } from "../../../src/core/logger.js";
 import { tablesFor } from "../../../src/db/sql.js";
 import { acquirePermit } from "../../../src/store/cluster/permits.js";
 import { databaseUrl } from "../../helpers/db.js";
-import { setupSchema } from "../../helpers/pawl.js";
+import { setupSchema, testPawl } from "../../helpers/pawl.js";
+import { jobEvent } from "../../helpers/events.js";
+import { PawlError } from "../../../src/index.js";
 import { insertRunning } from "../../helpers/cluster.js";
 import { until } from "../../processes/harness.js";
 
@@ -33,6 +35,53 @@ function urlWithDefault(level: string): string {
 }
 
 describe.each(["repeatable read", "serializable"])("with default_transaction_isolation %s", (level) => {
+  it("runs a node on pawl's own pool: keyed jobs under their limit succeed", async () => {
+    const node = testPawl(schema, {
+      connectionString: urlWithDefault(level),
+      nodeId: `iso-${level.replace(" ", "-")}`,
+    });
+    const type = `iso.${level.replace(" ", "-")}`;
+    let running = 0;
+    let most = 0;
+    node.register(type, async () => {
+      most = Math.max(most, ++running);
+      await Promise.resolve();
+      running--;
+    });
+    try {
+      await node.start();
+      const done = jobEvent(node.events, "job:succeeded");
+      const jobs = await node.enqueueMany(
+        Array.from({ length: 6 }, () => ({
+          type,
+          payload: {},
+          concurrencyKey: "k",
+          concurrencyLimit: 1,
+        })),
+      );
+      await done.forAll(jobs.map((j) => j.id));
+      expect(most).toBe(1);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it("refuses to start a node whose pool cannot pin it (no session settings), saying what to set", async () => {
+    const node = testPawl(schema, { connectionString: urlWithDefault(level), preparedStatements: false });
+    try {
+      const refused = await node.start().then(
+        () => null,
+        (e: unknown) => e as PawlError,
+      );
+      expect(refused).toBeInstanceOf(PawlError);
+      expect(refused?.code).toBe("INVALID_CONFIG");
+      expect(refused?.message).toContain(`"${level}"`);
+      expect(refused?.message).toContain("SET default_transaction_isolation = 'read committed'");
+    } finally {
+      await node.close();
+    }
+  });
+
   it("pins pawl's own connections to read committed", async () => {
     const pool = createPool(urlWithDefault(level), 1, silentLogger);
     try {
