@@ -216,8 +216,8 @@ export class ClusterServices {
     };
     this.heartbeatLoop = new PeriodicTask<HeartbeatResult>({
       clock,
-      run: async () => {
-        await this.guard.keep();
+      run: () => {
+        this.guard.keep();
         return this.heartbeat.runOnce();
       },
       nextDelay: (r) => (r.ok ? r.result.nextDelayMs : this.heartbeat.failureDelayMs()),

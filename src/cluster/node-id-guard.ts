@@ -36,6 +36,8 @@ export interface NodeIdGuardDeps {
 /** Guards one node id for one run (see the file's summary). */
 export class NodeIdGuard {
   private readonly lock: SessionLock | null;
+  /** A retake started by keep(), until it settles. */
+  private retaking: Promise<void> | null = null;
 
   constructor(private readonly deps: NodeIdGuardDeps) {
     const url = deps.lockConnectionString;
@@ -86,26 +88,32 @@ export class NodeIdGuard {
   }
 
   /**
-   * Retakes the lock if its connection was lost (before each heartbeat), and updates `info.idLock`.
-   * Never throws.
+   * Starts retaking the lock if its connection was lost (called before each heartbeat), and keeps
+   * `info.idLock` current. Never waits for it and never throws: a connect that hangs on a broken network
+   * must not delay the heartbeat, or the node would look dead to the others.
    */
-  async keep(): Promise<void> {
-    if (!this.lock || this.lock.held) return;
-    const state = await this.retake();
-    if (state === "busy") {
-      this.deps.logger.warn(
-        "another session holds this node id's lock: is a second process running under it?",
-        {
-          nodeId: this.deps.nodeId,
-        },
-      );
-    }
+  keep(): void {
+    this.deps.info.idLock = this.lock?.held ?? false;
+    if (!this.lock || this.lock.held || this.retaking) return;
+    this.retaking = this.retake()
+      .then((state) => {
+        if (state !== "busy") return;
+        this.deps.logger.warn(
+          "another session holds this node id's lock: is a second process running under it?",
+          {
+            nodeId: this.deps.nodeId,
+          },
+        );
+      })
+      .catch(() => {})
+      .finally(() => (this.retaking = null));
   }
 
   /** Ends the lock's session (after the node removed its row). Never throws. */
   async release(): Promise<void> {
     this.deps.info.idLock = false;
     await this.lock?.close();
+    await this.retaking;
   }
 
   private async retake(): Promise<SessionLockState> {

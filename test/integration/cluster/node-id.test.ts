@@ -11,6 +11,7 @@ import type pg from "pg";
 import { NodeIdInUseError, type Pawl } from "../../../src/index.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { insertNode, insertRunning, jobStates } from "../../helpers/cluster.js";
+import { until } from "../../processes/harness.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -86,5 +87,47 @@ describe("a second process under a live node id", () => {
     const recovered = node.events.next("cluster:orphans-recovered", (e) => e.startup);
     await node.start();
     expect((await recovered).jobs.map((j) => j.id).sort()).toEqual([...held].sort());
+  });
+});
+
+describe("the node id's lock while the node runs", () => {
+  /** The backend holding the node id's session lock, if any. */
+  async function holder(nodeId: string): Promise<number | undefined> {
+    const { rows } = await pool.query<{ pid: number }>(
+      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
+         AND classid::bigint = (hashtext($1)::bigint & 4294967295)
+         AND objid::bigint = (hashtext($2)::bigint & 4294967295)`,
+      [`pawl.node.${schema}`, nodeId],
+    );
+    return rows[0]?.pid;
+  }
+
+  it("is retaken after its connection is lost, and the heartbeat says so", async () => {
+    const node = testPawl(schema, { nodeId: "resilient", heartbeatIntervalMs: 200 });
+    nodes.push(node);
+    await node.start();
+    const first = await holder("resilient");
+    expect(first).toBeDefined();
+    await pool.query("SELECT pg_terminate_backend($1)", [first]);
+    await until(
+      async () => {
+        const now = await holder("resilient");
+        return now !== undefined && now !== first;
+      },
+      10_000,
+      "the lock retaken on a new connection",
+    );
+    await until(
+      async () => {
+        const { rows } = await pool.query<{ held: string | null }>(
+          `SELECT node_info->>'idLock' AS held FROM "${schema}".scheduler_node WHERE node_id = 'resilient'`,
+        );
+        return rows[0]?.held === "true";
+      },
+      10_000,
+      "the heartbeat to publish idLock again",
+    );
+    await node.stop();
+    expect(await holder("resilient")).toBeUndefined();
   });
 });
