@@ -3,6 +3,7 @@
  * stream's filters and its subscribe-only-while-listened lifecycle) over a real xstate actor system, and
  * the pieces of `pawl inspect` (URL resolution, tree rendering, the SSE parser).
  */
+import { tokenCheck } from "../../../observability/access.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer, get, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -238,7 +239,7 @@ describe("inspector handler", () => {
     expect((await fetch(`${base}/debug/actors`)).status).toBe(404);
   });
 
-  it("enforces the token on both endpoints, by header or query", async () => {
+  it("enforces the token on both endpoints, by header or session cookie, never from the URL", async () => {
     const { node } = fakeNode();
     inspector = createInspector(node, { token: "s3cret" });
     const base = await serve(inspector);
@@ -251,10 +252,20 @@ describe("inspector handler", () => {
       401,
     );
     expect((await fetch(`${base}/debug/actors/stream`)).status).toBe(401);
-    expect((await fetch(`${base}/debug/actors?token=s3cret`)).status).toBe(200);
+    // A token in the address would end up in history, links and proxy logs: it is not read there.
+    expect((await fetch(`${base}/debug/actors?token=s3cret`)).status).toBe(401);
     expect(
       (await fetch(`${base}/debug/actors`, { headers: { Authorization: "bearer s3cret" } })).status,
     ).toBe(200);
+    // The console's session cookie (a digest of the same token) is accepted; the raw token as a cookie is not.
+    const cookie = (v: string) => ({ headers: { Cookie: `pawl_session=${v}` } });
+    expect((await fetch(`${base}/debug/actors`, cookie(tokenCheck("t", "s3cret").cookieValue))).status).toBe(
+      200,
+    );
+    expect((await fetch(`${base}/debug/actors`, cookie("s3cret"))).status).toBe(401);
+    expect((await fetch(`${base}/debug/actors`, cookie(tokenCheck("t", "other").cookieValue))).status).toBe(
+      401,
+    );
     expect(() => createInspector(node, { token: "" })).toThrow(TypeError);
   });
 
