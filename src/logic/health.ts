@@ -5,7 +5,7 @@
  * Checks, each `pass`, `warn`, `fail` or `skip` (not a running node):
  * - `database`: a `select 1` answered within the timeout.
  * - `heartbeat`: the age of this node's last written heartbeat. Past `deadNodeThresholdMs` the others
- *   treat the node as dead and take its jobs back: fail. Past three intervals: warn.
+ *   treat the node as dead and take its jobs back: fail. Past two intervals (a missed beat): warn.
  * - `claimLoop`: the last successful poll is no older than the delay it chose plus the dead-node
  *   threshold, or the node has no room to claim into (busy, so it does not poll).
  * - `outcomeBacklog`: finished jobs whose outcome is not written yet. At the limit the node stops
@@ -110,7 +110,7 @@ function heartbeatCheck(f: HealthFacts, now: number): HealthCheck {
   const what = f.lastHeartbeatAt === null ? "no heartbeat since the start" : "last heartbeat";
   const detail = `${what} ${Math.round(age)} ms ago (dead after ${f.deadNodeThresholdMs} ms)`;
   if (age > f.deadNodeThresholdMs) return { status: "fail", detail };
-  if (age > 3 * f.heartbeatIntervalMs) return { status: "warn", detail };
+  if (age > 2 * f.heartbeatIntervalMs) return { status: "warn", detail };
   return { status: "pass", detail };
 }
 
