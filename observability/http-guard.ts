@@ -13,7 +13,7 @@
  * Handlers may throw or return a rejected promise; both reach the same mapping ({@link httpFailure}).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { redactText } from "../coordinators/redact.js";
+import { redactText } from "../src/core/redact.js";
 import { PawlError, ValidationError } from "../src/core/errors.js";
 import {
   consoleLogger,

@@ -21,7 +21,7 @@ import type * as StatelyInspect from "@statelyai/inspect";
 import { importOptional } from "../src/core/errors.js";
 import type { PawlEventName, PawlEvents } from "../src/index.js";
 import type { InspectableRuntime } from "./actor-view.js";
-import { redactUrl } from "../coordinators/redact.js";
+import { redactUrl } from "../src/core/redact.js";
 import { InsecureSurfaceError, isLoopback } from "./access.js";
 import { inspectionFeed } from "./inspection-feed.js";
 import { sanitizeSnapshot, serializeInspectionEvent, type SanitizeOptions } from "./sanitize.js";

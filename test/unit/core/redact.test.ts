@@ -3,7 +3,7 @@
  * the URL parses; the rest stays readable.
  */
 import { describe, expect, it } from "vitest";
-import { redactText, redactUrl } from "../../../coordinators/redact.js";
+import { redactText, redactUrl } from "../../../src/core/redact.js";
 
 describe("redactUrl", () => {
   it.each([
