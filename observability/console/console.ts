@@ -257,7 +257,7 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
         const found = await pawl.store.operator.searchJobs({ ...filter, text: f.text });
         return page(res, c, "/jobs", jobsPage(c, found.jobs, f, pageSize, now, found));
       }
-      const jobs = await pawl.listJobs(filter);
+      const jobs = await pawl.store.operator.jobPreviews(filter);
       return page(res, c, "/jobs", jobsPage(c, jobs, f, pageSize, now));
     }
     const jobMatch = /^\/jobs\/(\d{1,19})$/.exec(route);
@@ -274,14 +274,14 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     }
     if (route === "/dlq") {
       const type = q("type");
-      const jobs = await pawl.dlq.list({ ...(type ? { type } : {}), limit: 200 });
+      const jobs = await pawl.store.operator.deadPreviews({ ...(type ? { type } : {}), limit: 200 });
       const c = ctx("Dead letter queue");
       return page(res, c, "/dlq", dlqPage(c, jobs, type, now));
     }
     if (route === "/paused") {
       const [pauses, paused] = await Promise.all([
         pawl.listPaused(),
-        pawl.listJobs({ status: "PAUSED", limit: 200 }),
+        pawl.store.operator.jobPreviews({ status: "PAUSED", limit: 200 }),
       ]);
       const c = ctx("Paused");
       return page(
