@@ -10,6 +10,7 @@ import {
   createConsole,
   createInspector,
   createMetrics,
+  InsecureSurfaceError,
   serveMetrics,
   type MetricsServer,
 } from "../../../observability/index.js";
@@ -80,5 +81,71 @@ describe("hostile requests", () => {
     expect(r.status, r.text).not.toBeNull();
     expect(r.status).toBeLessThan(500);
     expect(crashes).toEqual([]);
+  });
+});
+
+describe("secure by default", () => {
+  it("a console or inspector without a token does not start beyond loopback, and actions need a token", async () => {
+    const metrics = createMetrics(pawl);
+    for (const options of [
+      { console: createConsole(pawl, { logger: false }) },
+      { inspector: createInspector(pawl, { logger: false }) },
+    ]) {
+      await expect(serveMetrics(metrics, { port: 0, host: "0.0.0.0", ...options })).rejects.toBeInstanceOf(
+        InsecureSurfaceError,
+      );
+    }
+    expect(() => createConsole(pawl, { actions: true })).toThrow(InsecureSurfaceError);
+    metrics.close();
+  });
+
+  it("a DNS-rebinding Host gets 421 before the token is looked at; the token in the URL is ignored", async () => {
+    for (const path of ["/console", "/debug/actors"]) {
+      const rebound = await rawRequest(
+        server.port,
+        `GET ${path} HTTP/1.1\r\nHost: evil.example:${server.port}\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+      );
+      expect(rebound.status, rebound.text).toBe(421);
+      const inUrl = await fetch(`${server.origin}${path}?token=${token}`);
+      expect(inUrl.status).toBe(401);
+      const byHeader = await fetch(`${server.origin}${path}`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      expect(byHeader.status).toBe(200);
+    }
+  });
+
+  it("the console's sign-in sets a cookie holding no token, refuses a cross-site sign-in, and the cookie opens the inspector too", async () => {
+    const form = { "Content-Type": "application/x-www-form-urlencoded", Origin: server.origin };
+    const wrong = await fetch(`${server.origin}/console/login`, {
+      method: "POST",
+      headers: form,
+      body: "token=nope",
+      redirect: "manual",
+    });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get("set-cookie")).toBeNull();
+    const crossSite = await fetch(`${server.origin}/console/login`, {
+      method: "POST",
+      headers: { ...form, Origin: "https://evil.example" },
+      body: `token=${token}`,
+      redirect: "manual",
+    });
+    expect(crossSite.status).toBe(403);
+    const ok = await fetch(`${server.origin}/console/login`, {
+      method: "POST",
+      headers: form,
+      body: `token=${token}`,
+      redirect: "manual",
+    });
+    expect(ok.status).toBe(303);
+    const cookie = ok.headers.get("set-cookie") ?? "";
+    expect(cookie).toMatch(/^pawl_session=[^;]+; Path=\/; HttpOnly; SameSite=Strict$/);
+    expect(cookie).not.toContain(token);
+    const session = cookie.split(";")[0]!;
+    const page = await fetch(`${server.origin}/console/actors`, { headers: { Cookie: session } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).not.toContain(token);
+    expect((await fetch(`${server.origin}/debug/actors`, { headers: { Cookie: session } })).status).toBe(200);
   });
 });

@@ -315,6 +315,29 @@ describe("inspector handler", () => {
     expect(inspector.subscribed).toBe(false);
   });
 
+  it("answers 503 past maxStreams, and takes a stream again once one closes", async () => {
+    const { node } = fakeNode();
+    inspector = createInspector(node, { maxStreams: 1 });
+    const base = await serve(inspector);
+    const first = await fetch(`${base}/debug/actors/stream`);
+    expect(first.status).toBe(200);
+    const reader = first.body!.getReader();
+    await reader.read(); // the hello event: the stream is open
+    expect(inspector.streams).toBe(1);
+    const refused = await fetch(`${base}/debug/actors/stream`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect(await refused.json()).toEqual({ error: "too many streams (maxStreams 1)" });
+    // The tree is not a stream: still served.
+    expect((await fetch(`${base}/debug/actors`)).status).toBe(200);
+    await reader.cancel();
+    await vi.waitFor(() => expect(inspector!.streams).toBe(0));
+    const again = await fetch(`${base}/debug/actors/stream`);
+    expect(again.status).toBe(200);
+    await again.body!.cancel();
+    expect(() => createInspector(node, { maxStreams: -1 })).toThrow(TypeError);
+  });
+
   it("answers 503 for a stream of a node that is not running", async () => {
     const { node } = fakeNode();
     node.running = false;
