@@ -63,6 +63,16 @@ describe("list pages read previews", () => {
     },
   );
 
+  it("pages never show a connection URL's password, in a preview or on the job's page", async () => {
+    const job = await pawl.enqueue("with.url", { dsn: "postgres://app:s3cr@t/x#y@db:5432/app" });
+    for (const path of ["/jobs?type=with.url", `/jobs/${job.id}`]) {
+      const { status, body } = await page(path);
+      expect(status).toBe(200);
+      expect(body).not.toContain("s3cr");
+      expect(body).toContain("postgres://app:***@db:5432/app");
+    }
+  });
+
   it("the job list shows each payload's preview, cut with an ellipsis", async () => {
     const list = await page("/jobs");
     expect(list.body).toMatch(/<code class="preview">\{&quot;i&quot;:[^<]*…<\/code>/);

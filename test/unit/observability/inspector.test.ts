@@ -69,6 +69,17 @@ describe("sanitize", () => {
     });
   });
 
+  it("removes connection URLs' passwords from every string it passes on", () => {
+    const out = sanitize({
+      error: { message: "connect postgres://u:p@ss/w@db/x failed" },
+      list: ["amqp://g:pw@mq"],
+    });
+    expect(out).toEqual({
+      error: { message: "connect postgres://u:***@db/x failed" },
+      list: ["amqp://g:***@mq"],
+    });
+  });
+
   it("shows actor references by id, and serialises inspection events of a real actor", () => {
     const child = setup({}).createMachine({ initial: "a", states: { a: {} } });
     const parent = setup({ actors: { child } }).createMachine({
