@@ -340,7 +340,9 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
    */
   async health(options?: HealthOptions): Promise<HealthReport> {
     const c = this.config.runtimeOptions.cluster;
-    const coordinator = this.node.hasCoordinator ? await this.node.coordinator().catch(() => null) : null;
+    // Only a started node's: start() awaited it, so this never waits on a transport that is connecting.
+    const started = this.runtime !== null && this.node.hasCoordinator;
+    const coordinator = started ? await this.node.coordinator().catch(() => null) : null;
     return this.healthProbe.report(
       {
         pool: this.pool,
