@@ -84,6 +84,12 @@ const lineText = (max: number) =>
     )
     .map((bytes) => Buffer.from(bytes).toString("latin1"));
 
+/** Printable ASCII, what a parser lets through to the handlers (most raw bytes it refuses itself). */
+const asciiText = (max: number) => fc.string({ unit: "grapheme-ascii", maxLength: max });
+
+/** Either: nothing, printable ASCII, or any bytes but CR and LF. */
+const anyText = (max: number) => fc.oneof(fc.constant(""), asciiText(max), lineText(max));
+
 /** Text shaped like what a client would send there: a known path with fuzzed tails and queries. */
 const target = fc.oneof(
   fc
@@ -116,7 +122,7 @@ const target = fc.oneof(
         "http://[",
         "*",
       ),
-      lineText(40),
+      anyText(40),
       fc.array(
         fc.tuple(
           fc.constantFrom(
@@ -132,10 +138,7 @@ const target = fc.oneof(
             "types",
             "x",
           ),
-          fc.oneof(
-            lineText(30),
-            fc.constantFrom("%E0%A4%A", "%", "%00", "DEAD", "1", "99999999999999999999"),
-          ),
+          fc.oneof(anyText(30), fc.constantFrom("%E0%A4%A", "%", "%00", "DEAD", "1", "99999999999999999999")),
         ),
         { maxLength: 4 },
       ),
@@ -144,7 +147,7 @@ const target = fc.oneof(
       ([path, tail, query]) =>
         `${path}${tail.replace(/[ ?#]/g, "")}${query.length ? "?" : ""}${query.map(([k, v]) => `${k}=${v.replace(/[ #]/g, "")}`).join("&")}`,
     ),
-  lineText(60).map((t) => t.replace(/ /g, "")),
+  anyText(60).map((t) => t.replace(/ /g, "")),
 );
 
 const method = fc.oneof(
@@ -164,7 +167,7 @@ const header = fc.oneof(
       "Accept",
     ),
     fc.oneof(
-      lineText(60),
+      anyText(60),
       fc.constantFrom(
         `pawl_session=${session}`,
         "pawl_session=%E0%A4%A",
@@ -179,8 +182,8 @@ const header = fc.oneof(
     ),
   ),
   fc.tuple(
-    lineText(20).map((n) => n.replace(/[:\s]/g, "") || "X"),
-    lineText(60),
+    anyText(20).map((n) => n.replace(/[:\s]/g, "") || "X"),
+    anyText(60),
   ),
 );
 
@@ -188,13 +191,13 @@ const host = fc.oneof(
   fc.constant((port: number) => `127.0.0.1:${port}`),
   fc.constant(() => "localhost"),
   fc.constant(() => "evil.example"),
-  lineText(30).map((h) => () => h),
+  anyText(30).map((h) => () => h),
 );
 
 const body = fc.oneof(
   fc.constant(""),
   fc.constantFrom("token=fuzz-token", "token=%E0%A4%A", "csrf=x&ids=1&ids=2", "type=%", "kind=queue&name=q"),
-  lineText(200),
+  anyText(200),
 );
 
 /** One complete request as bytes: the parser either reads it whole or refuses it. */
