@@ -1,12 +1,23 @@
 /**
  * Serving metrics over HTTP: {@link metricsHandler} is a request listener for node:http that also works
  * as Express/Connect middleware and, through `reply.raw`, in Fastify; {@link serveMetrics} runs a small
- * server of its own for applications that have none.
+ * server of its own for applications that have none, with the health probes and, opt-in, the inspector
+ * and the console. Every handler goes through the shared guard (http-guard.ts), so no request, however
+ * malformed, throws into the host; a failed scrape is a 500 whose cause is logged, not sent.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { assertExposable } from "./access.js";
 import type { Console } from "./console/console.js";
-import type { Inspector, RequestHandler } from "./inspector.js";
+import { healthHandler, type HealthSource } from "./health-handler.js";
+import {
+  guardHandler,
+  requestUrl,
+  surfaceLogger,
+  type RequestHandler,
+  type SurfaceLogger,
+} from "./http-guard.js";
+import type { Inspector } from "./inspector.js";
 import type { PawlMetrics } from "./metrics.js";
 
 /** Options of {@link metricsHandler}. */
@@ -16,6 +27,8 @@ export interface MetricsHandlerOptions {
    * request the handler is given, which suits routers (`app.get("/metrics", handler)`).
    */
   path?: string;
+  /** Where failed scrapes are logged; `false` for nowhere. Default: stderr, warnings and up. */
+  logger?: SurfaceLogger;
 }
 
 /**
@@ -33,33 +46,23 @@ export function metricsHandler(
   options: MetricsHandlerOptions = {},
 ): RequestHandler {
   const path = options.path?.replace(/\/+$/, "") || undefined;
-  return (req, res, next) => {
-    if (path !== undefined) {
-      const url = new URL(requestPath(req), "http://localhost");
-      if ((url.pathname.replace(/\/+$/, "") || "/") !== path) {
+  return guardHandler(
+    "metrics",
+    async (req, res, next) => {
+      if (path !== undefined && (requestUrl(req).pathname.replace(/\/+$/, "") || "/") !== path) {
         if (next) next();
         else text(res, 404, "not found\n");
         return;
       }
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      res.setHeader("Allow", "GET, HEAD");
-      text(res, 405, "method not allowed\n");
-      return;
-    }
-    metrics.metrics().then(
-      (body) => text(res, 200, body, metrics.contentType),
-      (error: unknown) => {
-        if (next) next(error);
-        else
-          text(
-            res,
-            500,
-            `metrics collection failed: ${error instanceof Error ? error.message : String(error)}\n`,
-          );
-      },
-    );
-  };
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        res.setHeader("Allow", "GET, HEAD");
+        text(res, 405, "method not allowed\n");
+        return;
+      }
+      text(res, 200, await metrics.metrics(), metrics.contentType);
+    },
+    surfaceLogger(options.logger),
+  );
 }
 
 /** Options of {@link serveMetrics}. */
@@ -74,12 +77,21 @@ export interface ServeMetricsOptions {
   inspector?: Inspector;
   /** Also serve this console's pages on the same server (opt-in; see createConsole). */
   console?: Console;
+  /**
+   * What `/healthz` and `/readyz` report. Default: the node `metrics` were created from (its
+   * `health()`); `null` serves no probes.
+   */
+  health?: HealthSource | null;
+  /** Where failures answered with a 500 are logged; `false` for nowhere. Default: stderr, warnings and up. */
+  logger?: SurfaceLogger;
 }
 
 /** A running metrics server. */
 export interface MetricsServer {
   /** The metrics URL, e.g. `http://127.0.0.1:9464/metrics`. */
   readonly url: string;
+  /** The server's origin, e.g. `http://127.0.0.1:9464` (probes at `/healthz`, `/readyz`). */
+  readonly origin: string;
   /** The port it listens on. */
   readonly port: number;
   /** Stops listening and closes open connections (inspector streams included). */
@@ -87,8 +99,10 @@ export interface MetricsServer {
 }
 
 /**
- * Serves `metrics` (and optionally an inspector) on a port of its own.
+ * Serves `metrics`, the health probes (`/healthz`, `/readyz`) and, opt-in, an inspector and a console,
+ * on a port of its own.
  *
+ * @throws InsecureSurfaceError when a console or inspector without a token would listen beyond loopback.
  * @example
  * ```ts
  * const server = await serveMetrics(createMetrics(pawl), { port: 9464, host: "0.0.0.0" });
@@ -96,22 +110,29 @@ export interface MetricsServer {
  * ```
  */
 export async function serveMetrics(
-  metrics: Pick<PawlMetrics, "metrics" | "contentType">,
+  metrics: Pick<PawlMetrics, "metrics" | "contentType" | "health">,
   options: ServeMetricsOptions = {},
 ): Promise<MetricsServer> {
   const host = options.host ?? "127.0.0.1";
   const path = options.path ?? "/metrics";
-  const serve = metricsHandler(metrics, { path });
-  const inspector = options.inspector;
-  const ui = options.console;
-  const rest = (req: IncomingMessage, res: ServerResponse) => {
-    if (inspector) inspector.handler(req, res, () => serve(req, res));
-    else serve(req, res);
+  if (options.console) assertExposable("the console", host, { required: options.console.tokenRequired });
+  if (options.inspector)
+    assertExposable("the inspector", host, { required: options.inspector.tokenRequired });
+  const log = options.logger;
+  const healthSource = options.health === undefined ? metricsHealth(metrics) : options.health;
+  // Each surface answers its own paths and hands the rest down: console, inspector, probes, metrics.
+  const chain: RequestHandler[] = [
+    ...(options.console ? [options.console.handler] : []),
+    ...(options.inspector ? [options.inspector.handler] : []),
+    ...(healthSource ? [healthHandler(healthSource, { ...(log !== undefined ? { logger: log } : {}) })] : []),
+    metricsHandler(metrics, { path, ...(log !== undefined ? { logger: log } : {}) }),
+  ];
+  const serve = (req: IncomingMessage, res: ServerResponse, i: number): void => {
+    const handler = chain[i];
+    if (handler) handler(req, res, () => serve(req, res, i + 1));
+    else text(res, 404, "not found\n");
   };
-  const server = createServer((req, res) => {
-    if (ui) ui.handler(req, res, () => rest(req, res));
-    else rest(req, res);
-  });
+  const server = createServer(guardHandler("server", (req, res) => serve(req, res, 0), surfaceLogger(log)));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 9464, host, () => {
@@ -123,6 +144,7 @@ export async function serveMetrics(
   const shownHost = host.includes(":") ? `[${host}]` : host;
   return {
     url: `http://${shownHost}:${port}${path}`,
+    origin: `http://${shownHost}:${port}`,
     port,
     close: () =>
       new Promise<void>((resolve) => {
@@ -132,8 +154,12 @@ export async function serveMetrics(
   };
 }
 
-function requestPath(req: IncomingMessage): string {
-  return (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? "/";
+/** The health of the node `metrics` were made from, when it has one. */
+function metricsHealth(
+  metrics: Pick<PawlMetrics, "metrics" | "contentType" | "health">,
+): HealthSource | null {
+  const health = metrics.health;
+  return health ? { health } : null;
 }
 
 function text(

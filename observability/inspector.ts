@@ -8,25 +8,44 @@
  *   (default actor, event, snapshot; also action, microstep).
  *
  * Nothing is mounted unless the user mounts {@link Inspector.handler}. With a `token`, every request must
- * carry it (`Authorization: Bearer <token>` or `?token=`), else 401. Inspection stays cheap: the
+ * carry it (`Authorization: Bearer <token>`, or the console's session cookie), else 401; without one the
+ * inspector answers only on loopback, and a `Host` outside the allowlist gets 421 (access.ts). At most
+ * `maxStreams` streams are open at once (503 past it). Inspection stays cheap: the
  * inspector listens to the node's inspection feed (inspection-feed.ts, shared with the Stately bridge)
  * only while at least one stream is open, and serialises each event once for all streams. A stream that cannot keep up drops events (and says how many) rather
  * than buffer without bound.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import type { InspectionEvent } from "xstate";
 import type { PawlEventName, PawlEvents } from "../src/index.js";
+import { refusal, tokenCheck } from "./access.js";
 import { actorsView, type InspectorSource } from "./actor-view.js";
+import {
+  guardHandler,
+  requestUrl,
+  surfaceLogger,
+  type RequestHandler,
+  type SurfaceLogger,
+} from "./http-guard.js";
 import { inspectionFeed } from "./inspection-feed.js";
 import { inspectionKinds, serializeInspectionEvent, type InspectionKind } from "./sanitize.js";
 
 export type { ActorsView, BusySlot, InspectorSource, InspectableRuntime } from "./actor-view.js";
+export type { RequestHandler, SurfaceLogger } from "./http-guard.js";
 
 /** Options of {@link createInspector}. */
 export interface InspectorOptions {
-  /** A bearer token every request must carry. Without one the endpoint is open to whoever reaches it. */
+  /**
+   * A bearer token every request must carry (the header, or the console's session cookie; never the
+   * URL). Without one the inspector answers only connections that arrived on loopback.
+   */
   token?: string;
+  /** Host names (besides the bound address, `localhost`, `127.0.0.1` and `[::1]`) a request's `Host` may name. */
+  allowedHosts?: string[];
+  /** Streams open at once; one more is answered 503. Default 16. */
+  maxStreams?: number;
+  /** Where failures answered with a 500 are logged; `false` for nowhere. Default: stderr, warnings and up. */
+  logger?: SurfaceLogger;
   /** Include job payloads and handler results in the views. Default false. */
   includePayloads?: boolean;
   /** The path of the tree; the stream is at `<basePath>/stream`. Default `/debug/actors`. */
@@ -37,13 +56,6 @@ export interface InspectorOptions {
   keepAliveMs?: number;
 }
 
-/** A request handler in node:http style, also usable as Express/Connect middleware. */
-export type RequestHandler = (
-  req: IncomingMessage,
-  res: ServerResponse,
-  next?: (error?: unknown) => void,
-) => void;
-
 /** What {@link createInspector} returns. */
 export interface Inspector {
   /**
@@ -53,6 +65,8 @@ export interface Inspector {
   readonly handler: RequestHandler;
   /** Open streams. */
   readonly streams: number;
+  /** Whether requests need a token (else the inspector answers only on loopback). */
+  readonly tokenRequired: boolean;
   /** Whether the inspector is subscribed to the actor system's inspection events now. */
   readonly subscribed: boolean;
   /** Ends every stream and unsubscribes. Idempotent. */
@@ -88,9 +102,12 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
   const includePayloads = options.includePayloads ?? false;
   const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024;
   const keepAliveMs = options.keepAliveMs ?? 15_000;
-  const tokenDigest = options.token === undefined ? null : digest(options.token);
-  if (options.token !== undefined && options.token.length === 0)
-    throw new TypeError("createInspector: token is empty");
+  const tokens = tokenCheck("createInspector", options.token);
+  const allowedHosts = options.allowedHosts ?? [];
+  const maxStreams = options.maxStreams ?? 16;
+  if (!Number.isInteger(maxStreams) || maxStreams < 0)
+    throw new TypeError("createInspector: maxStreams must be a whole number >= 0");
+  const log = surfaceLogger(options.logger);
 
   const streams = new Set<Stream>();
   const feed = inspectionFeed(pawl);
@@ -116,7 +133,9 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
     }
   };
 
+  /** Writes to a stream unless its unsent output is over the cap (then counts a drop). */
   const write = (s: Stream, chunk: string) => {
+    if (s.res.destroyed || s.res.writableEnded) return;
     if (s.res.writableLength > maxBuffered) {
       s.dropped++;
       return;
@@ -133,7 +152,11 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
     if (!pawl.nodeRuntime) return;
     stopListening = feed.listen(onInspection);
     keepAlive = setInterval(() => {
-      for (const s of streams) s.res.write(": keep-alive\n\n");
+      // A keep-alive is skipped, not queued, on a stream over its buffer cap: the stream is plainly alive.
+      for (const s of streams) {
+        if (s.res.writableLength <= maxBuffered && !s.res.destroyed && !s.res.writableEnded)
+          s.res.write(": keep-alive\n\n");
+      }
     }, keepAliveMs);
     keepAlive.unref?.();
   };
@@ -156,6 +179,11 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
   const openStream = (res: ServerResponse, url: URL) => {
     if (!pawl.running || !pawl.nodeRuntime) {
       json(res, 503, { error: "the node is not running" });
+      return;
+    }
+    if (streams.size >= maxStreams) {
+      res.setHeader("Retry-After", "5");
+      json(res, 503, { error: `too many streams (maxStreams ${maxStreams})` });
       return;
     }
     const prefixes = url.searchParams
@@ -196,44 +224,49 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
     res.on("close", leave);
   };
 
-  const handler: RequestHandler = (req, res, next) => {
-    const url = new URL(requestPath(req), "http://localhost");
-    const path = url.pathname.replace(/\/+$/, "");
-    const isTree = path === basePath;
-    const isStream = path === `${basePath}/stream`;
-    if (!isTree && !isStream) {
-      if (next) next();
-      else json(res, 404, { error: "not found" });
-      return;
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      res.setHeader("Allow", "GET, HEAD");
-      json(res, 405, { error: "method not allowed" });
-      return;
-    }
-    if (tokenDigest !== null && !authorized(req, url, tokenDigest)) {
-      res.setHeader("WWW-Authenticate", 'Bearer realm="pawl inspector"');
-      json(res, 401, { error: "a valid token is required" });
-      return;
-    }
-    if (closed) {
-      json(res, 503, { error: "the inspector is closed" });
-      return;
-    }
-    try {
+  const handler = guardHandler(
+    "inspector",
+    (req, res, next) => {
+      const url = requestUrl(req);
+      const path = url.pathname.replace(/\/+$/, "");
+      const isTree = path === basePath;
+      const isStream = path === `${basePath}/stream`;
+      if (!isTree && !isStream) {
+        if (next) next();
+        else json(res, 404, { error: "not found" });
+        return;
+      }
+      const refused = refusal(req, tokens, allowedHosts);
+      if (refused !== null) {
+        json(res, refused.status, { error: refused.message });
+        return;
+      }
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        res.setHeader("Allow", "GET, HEAD");
+        json(res, 405, { error: "method not allowed" });
+        return;
+      }
+      if (!tokens.accepts(req)) {
+        res.setHeader("WWW-Authenticate", 'Bearer realm="pawl inspector"');
+        json(res, 401, { error: "a valid token is required (Authorization: Bearer)" });
+        return;
+      }
+      if (closed) {
+        json(res, 503, { error: "the inspector is closed" });
+        return;
+      }
       if (isStream) openStream(res, url);
       else json(res, 200, actorsView(pawl, includePayloads));
-    } catch (error) {
-      if (next) next(error);
-      else json(res, 500, { error: "inspection failed" });
-    }
-  };
+    },
+    log,
+  );
 
   return {
     handler,
     get streams() {
       return streams.size;
     },
+    tokenRequired: tokens.required,
     get subscribed() {
       return stopListening !== null && feed.subscribed;
     },
@@ -249,24 +282,6 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
 function actorOf(e: InspectionEvent): string {
   const r = e.actorRef as { systemId?: unknown; id?: unknown };
   return typeof r.systemId === "string" ? r.systemId : typeof r.id === "string" ? r.id : "";
-}
-
-/** The full request path: Express keeps it in `originalUrl` when it strips a mount path from `url`. */
-function requestPath(req: IncomingMessage): string {
-  return (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? "/";
-}
-
-function digest(s: string): Buffer {
-  return createHash("sha256").update(s, "utf8").digest();
-}
-
-function authorized(req: IncomingMessage, url: URL, expected: Buffer): boolean {
-  const header = req.headers.authorization;
-  const bearer = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim())?.[1] : undefined;
-  const given = bearer ?? url.searchParams.get("token");
-  if (given === null || given === undefined) return false;
-  // Compared as digests, in constant time, so neither the length nor the content leaks through timing.
-  return timingSafeEqual(digest(given), expected);
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

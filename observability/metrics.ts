@@ -7,6 +7,7 @@
  * time-limited reads, so a scrape never loads the database. The core never imports prom-client: everything here is built on
  * what it emits. Every name is declared in metric-set.ts.
  */
+import type { HealthReport } from "../src/logic/health.js";
 import { collectDefaultMetrics, Registry } from "./prom-client.js";
 import { releaseInfo, type ActorNode, type ActorTree } from "../src/index.js";
 import type { JobCount } from "../src/store/jobs/read-jobs.js";
@@ -82,6 +83,8 @@ export interface PawlMetrics {
   readonly contentType: string;
   /** The exposition text for a scrape. Never rejects because of pawl (failed reads keep the last values). */
   metrics(): Promise<string>;
+  /** The node's `health()`, when the source has one: `serveMetrics` serves it as `/healthz` and `/readyz`. */
+  readonly health?: () => Promise<HealthReport>;
   /** Unsubscribes from the node's events and removes the metrics from the registry. Idempotent. */
   close(): void;
 }
@@ -294,10 +297,14 @@ export function createMetrics(pawl: MetricsSource, options: MetricsOptions = {})
   const offs = subscribeMetrics(pawl, m, state, tally);
 
   let closed = false;
+  const source = pawl as MetricsSource & { health?: () => Promise<HealthReport> };
   return {
     registry,
     contentType: registry.contentType,
     metrics: () => registry.metrics(),
+    ...(typeof source.health === "function"
+      ? { health: () => (source.health as () => Promise<HealthReport>).call(pawl) }
+      : {}),
     close() {
       if (closed) return;
       closed = true;

@@ -3,6 +3,7 @@
  * JSON that is bounded in depth and size, has no functions, no cycles and no actor internals, and (unless
  * asked) no job payloads or results. The inspector serialises every streamed event through it.
  */
+import { redactText } from "../src/core/redact.js";
 import type { InspectionEvent } from "xstate";
 
 /** Options of {@link sanitize}. */
@@ -74,7 +75,8 @@ export function sanitize(value: unknown, options: SanitizeOptions = {}): unknown
 function walk(v: unknown, l: Limits, depth: number, path: object[]): unknown {
   switch (typeof v) {
     case "string":
-      return v.length > l.maxString ? `${v.slice(0, l.maxString)}...` : v;
+      // Cut first (bounded work), then strip connection URLs' passwords (an error text can quote one).
+      return redactText(v.length > l.maxString ? `${v.slice(0, l.maxString)}...` : v);
     case "number":
       return Number.isFinite(v) ? v : String(v);
     case "boolean":

@@ -12,6 +12,8 @@
  *   inspector is what the SSE stream shows.
  * - Actors alive when the bridge connects are announced first, so the inspector knows them.
  * - The transport (stately-socket.ts) never throws into the host and stops for good on `close()`.
+ * - A relay beyond loopback needs a `token` (sent as a Bearer header on the WebSocket upgrade); without
+ *   one the bridge refuses to start (InsecureSurfaceError), as the console and the inspector do.
  */
 import { createRequire } from "node:module";
 import type { ActorRefLike, AnyActorRef, AnyEventObject, InspectionEvent } from "xstate";
@@ -19,6 +21,8 @@ import type * as StatelyInspect from "@statelyai/inspect";
 import { importOptional } from "../src/core/errors.js";
 import type { PawlEventName, PawlEvents } from "../src/index.js";
 import type { InspectableRuntime } from "./actor-view.js";
+import { redactUrl } from "../src/core/redact.js";
+import { InsecureSurfaceError, isLoopback } from "./access.js";
 import { inspectionFeed } from "./inspection-feed.js";
 import { sanitizeSnapshot, serializeInspectionEvent, type SanitizeOptions } from "./sanitize.js";
 import { StatelySocket, type WebSocketClass } from "./stately-socket.js";
@@ -42,6 +46,11 @@ export interface StatelyBridgeOptions {
   reconnectMs?: number;
   /** Told once per outage when the relay cannot be reached. Default: nothing. */
   onError?: (error: unknown) => void;
+  /**
+   * Sent as `Authorization: Bearer <token>` when connecting to the relay. Required for a relay beyond
+   * loopback: the bridge refuses to send a node's actor system to another host unauthenticated.
+   */
+  token?: string;
 }
 
 /** What {@link connectStatelyInspector} returns. */
@@ -110,6 +119,7 @@ export function bridgeWith(
   options: StatelyBridgeOptions = {},
 ): StatelyBridge {
   const url = options.url ?? "ws://localhost:8080";
+  checkRelay(url, options.token);
   const sanitizing: SanitizeOptions = { includePayloads: options.includePayloads ?? false };
   const prefixes = (options.actors ?? []).filter((p) => p.length > 0);
   const socket = new StatelySocket(modules.WebSocket, {
@@ -118,6 +128,7 @@ export function bridgeWith(
     maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
     reconnectMs: options.reconnectMs ?? 5_000,
     onError: options.onError ?? (() => {}),
+    headers: options.token === undefined ? {} : { Authorization: `Bearer ${options.token}` },
   });
   const stately = modules.createInspector(socket, { autoStart: false });
   let closed = false;
@@ -237,6 +248,31 @@ function standIn(ref: ActorRefLike, options: SanitizeOptions): object {
       }
     },
   };
+}
+
+/**
+ * Refuses a relay URL that is not a WebSocket URL, and a relay beyond loopback without a token.
+ *
+ * @throws TypeError for a URL that does not parse or is not ws:/wss:, or an empty token.
+ * @throws InsecureSurfaceError for a relay on another host without a token.
+ */
+function checkRelay(url: string, token: string | undefined): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TypeError(`connectStatelyInspector: url "${redactUrl(url)}" is not a URL`);
+  }
+  if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:")
+    throw new TypeError(`connectStatelyInspector: url "${redactUrl(url)}" is not a ws: or wss: URL`);
+  if (token !== undefined && token.length === 0)
+    throw new TypeError("connectStatelyInspector: token is empty");
+  if (token === undefined && !isLoopback(parsed.hostname)) {
+    throw new InsecureSurfaceError(
+      `connectStatelyInspector: the relay ${parsed.host} is beyond loopback and no token is given: ` +
+        `pass { token } (sent as a Bearer header), or run the relay on this machine`,
+    );
+  }
 }
 
 function parentOf(ref: ActorRefLike): AnyActorRef | undefined {

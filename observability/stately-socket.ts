@@ -26,6 +26,8 @@ export interface StatelySocketOptions {
   reconnectMs: number;
   /** Told once per outage (the first failure after a connection, or the first ever). */
   onError: (error: unknown) => void;
+  /** Headers of the WebSocket upgrade request (the relay's `Authorization`). */
+  headers?: Record<string, string>;
 }
 
 /** A `@statelyai/inspect` Adapter over a WebSocket (see the file's comment). */
@@ -97,7 +99,7 @@ export class StatelySocket {
     if (this.stopped) return;
     let ws: WebSocket;
     try {
-      ws = new this.WS(this.options.url);
+      ws = new this.WS(this.options.url, { headers: this.options.headers ?? {} });
     } catch (error) {
       this.fail(error);
       return;

@@ -8,6 +8,8 @@ import type { PawlTasks } from "./input/task-map.js";
 
 export { PawlClient } from "./api/client.js";
 export { Pawl } from "./api/pawl.js";
+export type { HealthOptions } from "./api/node-health.js";
+export type { HealthCheck, HealthCheckName, HealthReport, HealthStatus } from "./logic/health.js";
 export type {
   StopOptions,
   HandlerPayload,

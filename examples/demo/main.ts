@@ -7,6 +7,7 @@
  *   npm start                         # until Ctrl-C
  *   npm start -- --once               # 5 seconds, then a graceful stop (CI); DEMO_DURATION_MS sets the time
  */
+import { randomBytes } from "node:crypto";
 import { createPawl, type JobContext } from "pawl";
 import { lifecycle, sleep } from "../shared/lifecycle.js";
 import { chooseDatabase } from "./database.js";
@@ -35,14 +36,18 @@ const pawl = createPawl({
 });
 
 // The console (actions on: this is a demo) and /metrics on one port, 9464 or a free one; URLs come first.
+// Actions need a token: PAWL_CONSOLE_TOKEN, else a fresh one, printed for the sign-in form (never in a URL).
+const token = process.env.PAWL_CONSOLE_TOKEN || randomBytes(12).toString("base64url");
 const serveOn = (port: number) =>
   serveMetrics(createMetrics(pawl), {
     port,
-    inspector: createInspector(pawl),
-    console: createConsole(pawl, { actions: true }),
+    inspector: createInspector(pawl, { token }),
+    console: createConsole(pawl, { token, actions: true }),
   });
 const server = await serveOn(Number(process.env.PAWL_DEMO_PORT ?? 9464)).catch(() => serveOn(0));
-log(`console: ${server.url.replace(/\/metrics$/, "/console")} (actions on)  metrics: ${server.url}`);
+log(
+  `console: ${server.url.replace(/\/metrics$/, "/console")} (actions on, token ${token})  metrics: ${server.url}`,
+);
 
 // 1. Succeeds after a little work.
 pawl.register("demo.ok", async (payload: { n: number }, ctx: JobContext) => {

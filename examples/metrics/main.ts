@@ -60,7 +60,8 @@ const inspector = createInspector(pawl, { token });
 const serveMetrics = metricsHandler(metrics);
 
 const server = createServer((req, res) => {
-  const path = new URL(req.url ?? "/", "http://localhost").pathname;
+  // Not `new URL(req.url, base)`: a target such as "//[" makes it throw, and a throw here ends the process.
+  const path = (req.url ?? "/").split("?")[0];
   if (path === "/metrics") return serveMetrics(req, res);
   inspector.handler(req, res, () => {
     if (path !== "/") {

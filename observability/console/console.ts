@@ -4,23 +4,36 @@
  * of its own. Pages read through the client's API (getJob, listJobs, explain, dlq, listPaused, cluster);
  * nothing here writes SQL.
  *
- * Safety: read-only unless `actions: true`. With a `token` (use the inspector's), every request needs it
- * (`Authorization: Bearer`, or `?token=` once, which sets an HttpOnly SameSite=Strict cookie and redirects
- * to the same page without it). Actions are POSTs that must come from the console's own origin (`Origin`,
- * else `Sec-Fetch-Site: same-origin`) and carry the console's anti-forgery value, so another site cannot
- * make an operator's browser retry or purge anything. Responses carry a strict Content-Security-Policy
- * (one nonce for the inline stylesheet and the actors page's script) and refuse framing.
+ * Safety (docs/trust-boundaries.md): read-only unless `actions: true`, and actions need a `token`
+ * (InsecureSurfaceError otherwise). With a token, every request needs it: an `Authorization: Bearer`
+ * header, or the HttpOnly SameSite=Strict session cookie that the sign-in form (`POST <base>/login`)
+ * sets; the token is never read from, or written into, a URL or a page. Without a token the console
+ * answers only on loopback, and a `Host` outside the allowlist gets 421 whatever the token (access.ts),
+ * which defeats DNS rebinding. Actions are POSTs whose `Origin` (else `Sec-Fetch-Site: same-origin`)
+ * must name the allowed `Host`, carrying the console's anti-forgery value, so another site cannot make
+ * an operator's browser retry or purge anything. Responses carry a strict Content-Security-Policy
+ * (one nonce for the inline stylesheet and the actors page's script) and refuse framing. Every request
+ * goes through the shared guard (http-guard.ts): a fault is a status code and a log line, and a 500 says
+ * nothing of the database's error.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Pawl } from "../../src/index.js";
 import { flowFromRow } from "../../src/composition/flows.js";
 import { maxFlowGraphMembers } from "../../src/store/operator/flow-page-sql.js";
-import type { RequestHandler } from "../inspector.js";
+import { InsecureSurfaceError, refusal, sessionCookie, tokenCheck } from "../access.js";
+import {
+  BadRequestError,
+  guardHandler,
+  requestUrl,
+  surfaceLogger,
+  type RequestHandler,
+  type SurfaceLogger,
+} from "../http-guard.js";
 import { flowPage, flowsPage } from "./flow-pages.js";
 import { layout, type Html, type PageContext } from "./html.js";
 import { overviewPage } from "./overview-page.js";
-import { pageFailure } from "./page-failure.js";
+import { loginPage } from "./login-page.js";
 import {
   actorsPage,
   breakersPage,
@@ -37,10 +50,17 @@ import { schedulesPage } from "./schedules-page.js";
 export interface ConsoleOptions {
   /** The path prefix. Default `/console`. */
   basePath?: string;
-  /** A token every request must carry (pass the inspector's). Without one the console is open to whoever reaches it. */
+  /**
+   * A token every request must carry (pass the inspector's): a Bearer header, or the cookie the sign-in
+   * form sets. Without one the console answers only connections that arrived on loopback.
+   */
   token?: string;
-  /** Show and accept actions (retry, cancel, pause, resume, purge). Default false: read-only. */
+  /** Show and accept actions (retry, cancel, pause, resume, purge); needs `token`. Default false: read-only. */
   actions?: boolean;
+  /** Host names (besides the bound address, `localhost`, `127.0.0.1` and `[::1]`) a request's `Host` may name. */
+  allowedHosts?: string[];
+  /** Where failures answered with a 500 are logged; `false` for nowhere. Default: stderr, warnings and up. */
+  logger?: SurfaceLogger;
   /** Where the inspector is mounted, for the actors page's live events; null: no live events. Default `/debug/actors`. */
   inspectorPath?: string | null;
   /** Jobs per page of the job list. Default 50. */
@@ -53,6 +73,8 @@ export interface Console {
   readonly handler: RequestHandler;
   /** The path prefix. */
   readonly basePath: string;
+  /** Whether requests need a token (else the console answers only on loopback). */
+  readonly tokenRequired: boolean;
 }
 
 /** What the console reads and does: a {@link Pawl} (a node, or one built only to serve the console). */
@@ -77,7 +99,6 @@ export type ConsoleNode = Pick<
   | "store"
 >;
 
-const cookieName = "pawl_console";
 const maxBody = 64 * 1024;
 
 /**
@@ -93,75 +114,77 @@ const maxBody = 64 * 1024;
 export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): Console {
   const base = (options.basePath ?? "/console").replace(/\/+$/, "");
   if (!base.startsWith("/")) throw new TypeError("createConsole: basePath must start with /");
-  if (options.token !== undefined && options.token.length === 0)
-    throw new TypeError("createConsole: token is empty");
-  const token = options.token;
-  const tokenDigest = token === undefined ? null : sha(token);
+  const tokens = tokenCheck("createConsole", options.token);
   const actions = options.actions ?? false;
+  if (actions && !tokens.required)
+    throw new InsecureSurfaceError("createConsole: actions need a token; pass { token, actions: true }");
+  const allowedHosts = options.allowedHosts ?? [];
   const pageSize = options.pageSize ?? 50;
   const inspectorPath = options.inspectorPath === undefined ? "/debug/actors" : options.inspectorPath;
   // The anti-forgery value: derived from a secret of this console, never from the request.
   const csrf = createHmac("sha256", randomBytes(32)).update("pawl-console-csrf").digest("base64url");
 
-  const authorized = (req: IncomingMessage, url: URL): boolean => {
-    if (tokenDigest === null) return true;
-    const header = req.headers.authorization;
-    const bearer = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim())?.[1] : undefined;
-    const given = bearer ?? url.searchParams.get("token") ?? cookie(req, cookieName);
-    return given !== undefined && given !== null && timingSafeEqual(sha(given), tokenDigest);
+  const handler = guardHandler(
+    "console",
+    (req, res, next) => {
+      const url = requestUrl(req);
+      const path = url.pathname.replace(/\/+$/, "");
+      if (path !== base && !path.startsWith(`${base}/`)) {
+        if (next) next();
+        else send(res, 404, "text/plain", "not found\n");
+        return;
+      }
+      const refused = refusal(req, tokens, allowedHosts);
+      if (refused !== null) return send(res, refused.status, "text/plain", `${refused.message}\n`);
+      const route = path.slice(base.length) || "/";
+      if (route === "/login" && tokens.required) return login(req, res);
+      if (!tokens.accepts(req)) {
+        res.setHeader("WWW-Authenticate", 'Bearer realm="pawl console"');
+        return signIn(res, 401, false);
+      }
+      const ctx = (title: string): PageContext => ({
+        base,
+        title,
+        nodeId: pawl.nodeId,
+        actions,
+        csrf,
+        nonce: randomBytes(12).toString("base64"),
+      });
+      if (req.method === "POST") return post(req, res, route);
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        res.setHeader("Allow", "GET, HEAD, POST");
+        return send(res, 405, "text/plain", "method not allowed\n");
+      }
+      return get(res, route, url, ctx);
+    },
+    surfaceLogger(options.logger),
+  );
+
+  /** The sign-in page, with the policy every page carries. */
+  const signIn = (res: ServerResponse, status: number, failed: boolean) => {
+    const nonce = randomBytes(12).toString("base64");
+    res.setHeader(
+      "Content-Security-Policy",
+      `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    );
+    send(res, status, "text/html; charset=utf-8", loginPage(base, nonce, failed));
   };
 
-  const handler: RequestHandler = (req, res, next) => {
-    const url = new URL((req as { originalUrl?: string }).originalUrl ?? req.url ?? "/", "http://localhost");
-    const path = url.pathname.replace(/\/+$/, "");
-    if (path !== base && !path.startsWith(`${base}/`)) {
-      if (next) next();
-      else send(res, 404, "text/plain", "not found\n");
-      return;
-    }
-    if (!authorized(req, url)) {
-      res.setHeader("WWW-Authenticate", 'Bearer realm="pawl console"');
-      send(res, 401, "text/plain", "a valid token is required (?token=...)\n");
-      return;
-    }
-    if (url.searchParams.has("token") && req.method === "GET") {
-      // Trade the token in the address for a cookie, so it leaves the address bar, history and links.
-      url.searchParams.delete("token");
-      res.setHeader(
-        "Set-Cookie",
-        `${cookieName}=${encodeURIComponent(token ?? "")}; Path=${base}; HttpOnly; SameSite=Strict`,
-      );
-      res.writeHead(303, { Location: `${url.pathname}${url.search}`, "Cache-Control": "no-store" });
-      res.end();
-      return;
-    }
-    const route = path.slice(base.length) || "/";
-    const ctx = (title: string): PageContext => ({
-      base,
-      title,
-      nodeId: pawl.nodeId,
-      actions,
-      csrf,
-      nonce: randomBytes(12).toString("base64"),
-    });
-    const done = (p: Promise<void>) =>
-      p.catch((error: unknown) => {
-        if (res.headersSent) return res.end();
-        const failure = pageFailure(error);
-        for (const [name, value] of Object.entries(failure.headers)) res.setHeader(name, value);
-        send(res, failure.status, "text/plain", failure.body);
-      });
-    if (req.method === "POST") {
-      done(post(req, res, route));
-      return;
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      res.setHeader("Allow", "GET, HEAD, POST");
-      send(res, 405, "text/plain", "method not allowed\n");
-      return;
-    }
-    done(get(res, route, url, ctx));
-  };
+  /** `GET <base>/login`: the form; `POST`: checks the token and sets the session cookie. */
+  async function login(req: IncomingMessage, res: ServerResponse) {
+    if (req.method !== "POST") return signIn(res, 200, false);
+    if (!sameOrigin(req)) return send(res, 403, "text/plain", "cross-site request refused\n");
+    const form = await readForm(req);
+    if (!tokens.matches(form.get("token") ?? "")) return signIn(res, 401, true);
+    const secure = (req.socket as { encrypted?: boolean } | null)?.encrypted === true ? "; Secure" : "";
+    // Path=/ so the inspector's stream, mounted beside the console, sees the same session.
+    res.setHeader(
+      "Set-Cookie",
+      `${sessionCookie}=${tokens.cookieValue}; Path=/; HttpOnly; SameSite=Strict${secure}`,
+    );
+    res.writeHead(303, { Location: `${base}/`, "Cache-Control": "no-store" });
+    res.end();
+  }
 
   const page = (res: ServerResponse, c: PageContext, active: string, body: Html) => {
     res.setHeader(
@@ -234,7 +257,7 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
         const found = await pawl.store.operator.searchJobs({ ...filter, text: f.text });
         return page(res, c, "/jobs", jobsPage(c, found.jobs, f, pageSize, now, found));
       }
-      const jobs = await pawl.listJobs(filter);
+      const jobs = await pawl.store.operator.jobPreviews(filter);
       return page(res, c, "/jobs", jobsPage(c, jobs, f, pageSize, now));
     }
     const jobMatch = /^\/jobs\/(\d{1,19})$/.exec(route);
@@ -251,14 +274,14 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     }
     if (route === "/dlq") {
       const type = q("type");
-      const jobs = await pawl.dlq.list({ ...(type ? { type } : {}), limit: 200 });
+      const jobs = await pawl.store.operator.deadPreviews({ ...(type ? { type } : {}), limit: 200 });
       const c = ctx("Dead letter queue");
       return page(res, c, "/dlq", dlqPage(c, jobs, type, now));
     }
     if (route === "/paused") {
       const [pauses, paused] = await Promise.all([
         pawl.listPaused(),
-        pawl.listJobs({ status: "PAUSED", limit: 200 }),
+        pawl.store.operator.jobPreviews({ status: "PAUSED", limit: 200 }),
       ]);
       const c = ctx("Paused");
       return page(
@@ -292,9 +315,8 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
         actorsPage(
           c,
           pawl.inspect(),
-          inspectorPath === null
-            ? null
-            : `${inspectorPath}/stream${token ? `?token=${encodeURIComponent(token)}` : ""}`,
+          // The stream authenticates with the session cookie: the token is never put in a URL.
+          inspectorPath === null ? null : `${inspectorPath}/stream`,
         ),
       );
     }
@@ -347,10 +369,14 @@ export function createConsole(pawl: ConsoleNode, options: ConsoleOptions = {}): 
     return null;
   }
 
-  return { handler, basePath: base };
+  return { handler, basePath: base, tokenRequired: tokens.required };
 }
 
-/** Whether a POST comes from the page's own origin (a browser always sends Origin on a cross-site POST). */
+/**
+ * Whether a POST comes from the page's own origin (a browser always sends Origin on a cross-site POST).
+ * Comparing Origin with Host is enough because Host was checked against the allowlist first: a
+ * DNS-rebinding page, whose Origin and Host agree, names a host the allowlist refuses.
+ */
 function sameOrigin(req: IncomingMessage): boolean {
   const host = req.headers.host;
   const origin = req.headers.origin;
@@ -371,18 +397,10 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > maxBody) throw new Error("form too large");
+    if (size > maxBody) throw new BadRequestError("form too large");
     chunks.push(chunk);
   }
   return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
-}
-
-function cookie(req: IncomingMessage, name: string): string | undefined {
-  for (const part of String(req.headers.cookie ?? "").split(";")) {
-    const [k, ...v] = part.trim().split("=");
-    if (k === name) return decodeURIComponent(v.join("="));
-  }
-  return undefined;
 }
 
 function sha(s: string): Buffer {

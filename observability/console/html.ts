@@ -4,9 +4,14 @@
  * framework; the stylesheet below is the only asset and ships compiled into the package.
  */
 
-/** Escapes text for HTML content and attribute values. */
+import { redactText } from "../../src/core/redact.js";
+
+/**
+ * Escapes text for HTML content and attribute values. Every value a page shows passes here, so this is
+ * also where connection URLs' passwords are removed (an error message or a payload can quote one).
+ */
 export function esc(value: unknown): string {
-  return String(value ?? "")
+  return redactText(String(value ?? ""))
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;")

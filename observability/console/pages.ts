@@ -4,6 +4,7 @@
  */
 import { describeReason, type Explanation, type Job, type NodeStatus } from "../../src/index.js";
 import type { ActorNode, ActorTree } from "../../src/index.js";
+import type { JobPreview } from "../../src/store/operator/job-preview-sql.js";
 import { actionForm, h, jsonBlock, raw, table, when, type Html, type PageContext } from "./html.js";
 
 const status = (s: string) => h`<span class="status s-${s}">${s}</span>`;
@@ -28,7 +29,7 @@ export interface JobSearchWindow {
 /** The job list, newest first, with keyset paging (`before` = the last id shown). */
 export function jobsPage(
   ctx: PageContext,
-  jobs: Job[],
+  jobs: JobPreview[],
   f: JobFilters,
   pageSize: number,
   now: Date,
@@ -46,7 +47,7 @@ export function jobsPage(
 <select name="status" aria-label="status">${statuses.map((s) => h`<option value="${s}" ${raw(s === (f.status ?? "") ? "selected" : "")}>${s || "any status"}</option>`)}</select>
 <input name="type" placeholder="type" value="${f.type ?? ""}" aria-label="type"><input name="queue" placeholder="queue" value="${f.queue ?? ""}" aria-label="queue"><input name="text" placeholder="text in payload" value="${f.text ?? ""}" aria-label="text in payload" maxlength="200">
 <button type="submit">Filter</button></form>${searched}${table(
-    ["id", "type", "queue", "status", "attempts", "scheduled", "last error"],
+    ["id", "type", "queue", "status", "attempts", "scheduled", "last error", "payload"],
     jobs.map((j) => [
       jobLink(ctx, j.id),
       j.type,
@@ -55,6 +56,8 @@ export function jobsPage(
       `${j.attempts}/${j.maxAttempts}`,
       when(j.scheduledTime, now),
       j.lastError ?? "",
+      // A preview cut in SQL (job-preview-sql.ts): the whole payload is on the job's own page.
+      h`<code class="preview">${j.payloadPreview}</code>`,
     ]),
     "no jobs match",
   )}${nextBefore !== null ? h`<p><a rel="next" href="${ctx.base}/jobs?${next.toString()}">Older jobs →</a></p>` : ""}`;
@@ -138,7 +141,7 @@ function verdictText(e: Explanation): string {
 }
 
 /** The dead letter queue, with retry per job and purge. */
-export function dlqPage(ctx: PageContext, jobs: Job[], type: string | undefined, now: Date): Html {
+export function dlqPage(ctx: PageContext, jobs: JobPreview[], type: string | undefined, now: Date): Html {
   return h`<form class="filters" method="get" action="${ctx.base}/dlq"><input name="type" placeholder="type" value="${type ?? ""}" aria-label="type"><button type="submit">Filter</button></form>
 ${jobs.length > 0 ? h`<p>${actionForm(ctx, "/dlq/retry", `Retry all ${jobs.length} shown`, { ids: jobs.map((j) => j.id) })} ${actionForm(ctx, "/dlq/purge", type ? `Purge every DEAD ${type}` : "Purge every DEAD job", type ? { type } : {}, true)}</p>` : ""}
 ${table(
@@ -159,7 +162,7 @@ ${table(
 export function pausedPage(
   ctx: PageContext,
   pauses: { kind: string; name: string; pausedAt: Date; pausedBy: string | null; jobs: number }[],
-  pausedJobs: Job[],
+  pausedJobs: JobPreview[],
   now: Date,
 ): Html {
   const pauseForm = ctx.actions

@@ -32,6 +32,8 @@ import { ClassicClaimer } from "../store/claim/claimer.js";
 import { CursorClaimer } from "../store/claim/claim-cursor.js";
 import { SignalSweeper } from "../cluster/signal-sweeper.js";
 import type { IsTyped, PawlTasks, TaskName, TaskPayload, TaskResult, TypedEvent } from "../input/task-map.js";
+import type { HealthReport } from "../logic/health.js";
+import { HealthProbe, type HealthOptions } from "./node-health.js";
 
 /**
  * The payload a handler of `K` receives: the task map's, else `P` (from the handler's annotation or the
@@ -85,6 +87,8 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   private signalSweeper: SignalSweeper | null = null;
   /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
   private readonly offConnectionFaults: () => void;
+  /** Follows the heartbeat and the polls for {@link Pawl.health}. */
+  private readonly healthProbe: HealthProbe;
 
   constructor(config: PawlConfig = {}) {
     // Resolved once, here, and handed to the client with the hooks, which must exist before it does.
@@ -98,6 +102,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     this.types = types;
     this.events = events;
     this.node = node;
+    this.healthProbe = new HealthProbe(events, resolved.clock);
     this.offConnectionFaults = onConnectionFault(this.pool, (fault) =>
       this.events.emit("database:connection-error", fault),
     );
@@ -328,7 +333,38 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     if (this.closed) return;
     if (this.runtime || this.node.hasCoordinator) await this.stop({ graceMs: 0 });
     this.offConnectionFaults();
+    this.healthProbe.close();
     await super.close();
+  }
+
+  /**
+   * The node's health: each check (database reachable, heartbeat age, claim loop alive, outcome backlog,
+   * coordinator) and the verdicts a readiness and a liveness probe need. A stopping node is not ready.
+   * Never rejects. Served as `/readyz` and `/healthz` by `serveMetrics` and `healthHandler`
+   * (docs/observability.md#health).
+   *
+   * @example
+   * ```ts
+   * const report = await pawl.health();
+   * if (!report.ready) console.warn(report.checks);
+   * ```
+   */
+  async health(options?: HealthOptions): Promise<HealthReport> {
+    const c = this.config.runtimeOptions.cluster;
+    // Only a started node's: start() awaited it, so this never waits on a transport that is connecting.
+    const started = this.runtime !== null && this.node.hasCoordinator;
+    const coordinator = started ? await this.node.coordinator().catch(() => null) : null;
+    return this.healthProbe.report(
+      {
+        pool: this.pool,
+        state: this.stopping !== null ? "stopping" : this.runtime !== null ? "running" : "client",
+        runtime: this.runtime,
+        coordinator,
+        heartbeatIntervalMs: c.heartbeatIntervalMs,
+        deadNodeThresholdMs: c.deadNodeThresholdMs,
+      },
+      options,
+    );
   }
 
   /** A JSON-serialisable tree of every live actor of this node (see docs/machines). */

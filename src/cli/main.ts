@@ -6,6 +6,7 @@
  * URL included). User errors never print a stack trace; set PAWL_DEBUG=1 to see one for
  * unexpected errors.
  */
+import { redactText } from "../core/redact.js";
 import { createPawl } from "../index.js";
 import { PawlError } from "../core/errors.js";
 import { booleanEnv } from "../input/config.js";
@@ -93,7 +94,8 @@ export async function main(argv: string[], io: CliIo = defaultIo): Promise<numbe
   const line = (write: (s: string) => void) => (text: string) =>
     write(text.endsWith("\n") ? text : `${text}\n`);
   const out = line(io.stdout);
-  const err = line(io.stderr);
+  // Errors can quote a connection URL (a driver's message, a stack): its password never reaches the terminal.
+  const err = line((text) => io.stderr(redactText(text)));
   let pawl: PawlClient | undefined;
   let usage = "pawl <command> [options]";
   let helpHint = "pawl --help";

@@ -2,8 +2,11 @@
  * The logging seam. pawl never writes to the console on its own except through {@link consoleLogger};
  * hosts pass their own logger. pawl calls `level(message, fields)`: `console` and winston take that shape
  * as they are (see {@link HostLogger}; a missing `child` is made up by {@link guardLogger}), and pino,
- * which takes `(fields, message)`, goes through {@link pinoLogger}.
+ * which takes `(fields, message)`, goes through {@link pinoLogger}. Every line pawl logs has connection
+ * URLs' passwords removed first (redact.ts): by {@link consoleLogger} on the line it writes, and by
+ * {@link guardLogger} on the message and fields it hands to the host's logger.
  */
+import { redactText } from "./redact.js";
 
 /** Structured fields attached to a log line. */
 export type LogFields = Record<string, unknown>;
@@ -73,7 +76,12 @@ const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 
 export function consoleLogger(level: Level = "info", bound: LogFields = {}): Logger {
   const write = (l: Level, message: string, fields?: LogFields): void => {
     if (order[l] < order[level]) return;
-    const entry = { time: new Date().toISOString(), level: l, message, ...bound, ...fields };
+    const entry = {
+      time: new Date().toISOString(),
+      level: l,
+      message: redactText(message),
+      ...redactFields({ ...bound, ...fields }),
+    };
     let line: string;
     try {
       line = JSON.stringify(entry);
@@ -81,7 +89,7 @@ export function consoleLogger(level: Level = "info", bound: LogFields = {}): Log
       // A field JSON cannot write (a BigInt, a cycle) must not turn a log line into a throw.
       line = JSON.stringify({ time: entry.time, level: l, message, fields: "[unserialisable]" });
     }
-    process.stderr.write(line + "\n");
+    process.stderr.write(redactText(line) + "\n");
   };
   return {
     debug: (m, f) => write("debug", m, f),
@@ -90,6 +98,45 @@ export function consoleLogger(level: Level = "info", bound: LogFields = {}): Log
     error: (m, f) => write("error", m, f),
     child: (fields) => consoleLogger(level, { ...bound, ...fields }),
   };
+}
+
+/**
+ * `fields` with the passwords of connection URLs removed from string values and errors (one level
+ * deep: pawl's own fields are flat). An error whose text holds a password is replaced by a copy
+ * without it; any other value is passed as it is, so a host's serialisers still see their types.
+ */
+export function redactFields(fields: LogFields): LogFields {
+  let out: LogFields | null = null;
+  for (const [key, value] of Object.entries(fields)) {
+    const clean = redactValue(value);
+    if (clean !== value) (out ??= { ...fields })[key] = clean;
+  }
+  return out ?? fields;
+}
+
+function redactValue(value: unknown): unknown {
+  if (typeof value === "string") {
+    const clean = redactText(value);
+    return clean === value ? value : clean;
+  }
+  if (value instanceof Error) {
+    // An error's own properties can carry the URL too (Node's ERR_INVALID_URL keeps it as `input`).
+    let own = "";
+    try {
+      own = JSON.stringify(value) ?? "";
+    } catch {
+      // unserialisable own properties: judged by message and stack
+    }
+    const text = `${value.message}\n${value.stack ?? ""}\n${own}`;
+    if (redactText(text) === text) return value;
+    const copy = new Error(redactText(value.message));
+    copy.name = value.name;
+    copy.stack = redactText(value.stack ?? "");
+    const code = (value as { code?: unknown }).code;
+    if (code !== undefined) Object.assign(copy, { code });
+    return copy;
+  }
+  return value;
 }
 
 /** A logger that drops everything (the default in tests). */
@@ -118,7 +165,8 @@ export function guardLogger(logger: HostLogger, bound: LogFields = {}): Logger {
     (level: Level) =>
     (message: string, fields?: LogFields): void => {
       try {
-        logger[level](message, hasBound ? { ...bound, ...fields } : fields);
+        const all = hasBound ? { ...bound, ...fields } : fields;
+        logger[level](redactText(message), all === undefined ? undefined : redactFields(all));
       } catch {
         // Logging is best effort: the host's logger failing is not pawl's error to raise.
       }

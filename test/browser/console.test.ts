@@ -102,11 +102,24 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
     expect(res?.status()).toBe(200);
   }
 
+  /** Signs in through the console's form: the token goes in a POST body and comes back as a cookie. */
+  async function signIn(base = origin()): Promise<void> {
+    await page.goto(`${base}/console`);
+    await page.fill("#token", token);
+    await Promise.all([page.waitForURL(`${base}/console/`), page.click('button[type="submit"]')]);
+  }
+
   const shot = (name: string) => page.screenshot({ path: `${shots}${name}.png`, fullPage: true });
 
   it("refuses a visitor without the token", async () => {
     const res = await page.goto(`${origin()}/console`);
     expect(res?.status()).toBe(401);
+    // The sign-in form, which does not carry the token anywhere in the page.
+    await expect(page.locator('input[name="token"]').count()).resolves.toBe(1);
+    expect(await page.content()).not.toContain(token);
+    await page.fill("#token", "wrong");
+    await page.click('button[type="submit"]');
+    await expect(page.locator(".bad").count()).resolves.toBe(1);
   });
 
   it("finds a DEAD job, reads its errors and explain answer, retries it and sees it succeed", async () => {
@@ -114,9 +127,11 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
     const job = await node.enqueue("invoice.charge", { invoice: 1042 });
     await jobDead.for(job.id);
 
-    // The token once, in the address: the console trades it for a cookie and drops it from the URL.
-    await open(`?token=${token}`, "overview");
-    expect(page.url()).not.toContain("token=");
+    // The token once, in the sign-in form: the console answers with an HttpOnly cookie.
+    await signIn();
+    await open("", "overview");
+    expect(page.url()).not.toContain(token);
+    expect(await page.content()).not.toContain(token);
     await expect(page.locator("h1").textContent()).resolves.toBe("Overview");
     await shot("overview");
 
@@ -268,7 +283,8 @@ describe.skipIf(!executablePath)("console in headless Chromium", () => {
     const job = await node.enqueue("invoice.charge", { invoice: 7 });
     await jobDead.for(job.id);
     const base = readOnly.url.replace(/\/metrics$/, "");
-    await open(`/jobs/${job.id}?token=${token}`, "job-read-only", base);
+    // The session cookie is the host's (cookies ignore the port), so the sign-in above holds here too.
+    await open(`/jobs/${job.id}`, "job-read-only", base);
     await expect(page.locator('#explain li[data-kind="finished"]').count()).resolves.toBe(1);
     await expect(page.locator('button[data-action="retry"]').count()).resolves.toBe(0);
     await expect(page.locator(".mode").getAttribute("data-mode")).resolves.toBe("read-only");

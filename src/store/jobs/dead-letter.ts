@@ -16,14 +16,24 @@ export type { DeadLetterFilter };
 
 /** Lists DEAD jobs, newest first. */
 export async function listDead(db: Queryable, t: Tables, f: DeadLetterFilter = {}): Promise<Job[]> {
+  const q = listDeadQuery(t, f, jobColumns());
+  const res = await db.query<JobRow>(q.text, q.values);
+  return res.rows.map((r) => jobFromRow(r));
+}
+
+/** The statement of {@link listDead} selecting `columns` (the console's previews select fewer). */
+export function listDeadQuery(
+  t: Tables,
+  f: DeadLetterFilter,
+  columns: string,
+): { text: string; values: unknown[] } {
   const limit = Math.min(1000, Math.max(1, f.limit ?? 50));
-  const res = await db.query<JobRow>(
-    `SELECT ${jobColumns()} FROM ${t.finished}
+  return {
+    text: `SELECT ${columns} FROM ${t.finished}
      WHERE status = 'DEAD' AND ($1::text IS NULL OR type = $1) AND ($2::timestamptz IS NULL OR finished_at < $2)
      ORDER BY finished_at DESC, id DESC LIMIT $3`,
-    [f.type ?? null, f.before ?? null, limit],
-  );
-  return res.rows.map((r) => jobFromRow(r));
+    values: [f.type ?? null, f.before ?? null, limit],
+  };
 }
 
 /**

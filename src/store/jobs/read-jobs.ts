@@ -40,6 +40,22 @@ export async function getJobsByIds(db: Queryable, t: Tables, ids: readonly strin
  * @throws ValidationError for a malformed filter (see {@link validateListJobsFilter}); nothing is read.
  */
 export async function listJobs(db: Queryable, t: Tables, filter?: ListJobsFilter): Promise<Job[]> {
+  const q = listJobsQuery(t, filter, jobColumns());
+  const res = await db.query<JobRow>(q.text, q.values);
+  return res.rows.map((r) => jobFromRow(r));
+}
+
+/**
+ * The statement of {@link listJobs} selecting `columns`: the one filter and order for every list of jobs
+ * (the console's previews select fewer columns through it).
+ *
+ * @throws ValidationError for a malformed filter; nothing is read.
+ */
+export function listJobsQuery(
+  t: Tables,
+  filter: ListJobsFilter | undefined,
+  columns: string,
+): { text: string; values: unknown[] } {
   const where: string[] = [];
   const values: unknown[] = [];
   const add = (sql: string, v: unknown) => {
@@ -54,12 +70,11 @@ export async function listJobs(db: Queryable, t: Tables, filter?: ListJobsFilter
   if (v.type !== undefined) add("type = ?", v.type);
   if (v.queue !== undefined) add("queue = ?", v.queue);
   if (v.beforeId !== undefined) add("id < ?::bigint", v.beforeId);
-  const res = await db.query<JobRow>(
-    `SELECT ${jobColumns()} FROM ${sourceFor(t, v.status)} ${where.length ? "WHERE " + where.join(" AND ") : ""}
+  return {
+    text: `SELECT ${columns} FROM ${sourceFor(t, v.status)} ${where.length ? "WHERE " + where.join(" AND ") : ""}
      ORDER BY id DESC LIMIT ${v.limit}`,
     values,
-  );
-  return res.rows.map((r) => jobFromRow(r));
+  };
 }
 
 const finishedStatuses: readonly JobStatus[] = ["SUCCEEDED", "CANCELED", "DEAD"];

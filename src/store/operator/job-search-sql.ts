@@ -8,8 +8,8 @@
  */
 import { ValidationError } from "../../core/errors.js";
 import { validateListJobsFilter } from "../../input/filter-input.js";
-import type { Job } from "../jobs/job-row.js";
-import { getJobsByIds, type ListJobsFilter } from "../jobs/read-jobs.js";
+import type { ListJobsFilter } from "../jobs/read-jobs.js";
+import { jobPreviewsByIds, type JobPreview } from "./job-preview-sql.js";
 import type { Queryable, Tables } from "../../db/sql.js";
 
 /** Filters of {@link searchJobs}: those of listJobs, plus the text and the window. */
@@ -24,8 +24,8 @@ export interface JobSearchFilter extends Omit<ListJobsFilter, "limit"> {
 
 /** One page of {@link searchJobs}. */
 export interface JobSearchPage {
-  /** The hits, newest first. */
-  jobs: Job[];
+  /** The hits, newest first, as previews (job-preview-sql.ts). */
+  jobs: JobPreview[];
   /** How many rows the window read (all jobs, whatever the filters). */
   scanned: number;
   /**
@@ -77,8 +77,8 @@ export async function searchJobs(db: Queryable, t: Tables, filter: JobSearchFilt
     values,
   );
   const { hits, scanned, oldest } = res.rows[0]!;
-  const byId = new Map((await getJobsByIds(db, t, hits)).map((j) => [j.id, j]));
-  const jobs = hits.map((id) => byId.get(id)).filter((j): j is Job => j !== undefined);
+  const byId = new Map((await jobPreviewsByIds(db, t, hits)).map((j) => [j.id, j]));
+  const jobs = hits.map((id) => byId.get(id)).filter((j): j is JobPreview => j !== undefined);
   const next = hits.length === v.limit ? hits.at(-1)! : scanned === scan ? oldest : null;
   return { jobs, scanned, next };
 }

@@ -17,6 +17,9 @@ import {
 import type { RecurringRow } from "../cluster/recurring-sql.js";
 import { listSchedulePage } from "./schedule-page-sql.js";
 import { searchJobs, type JobSearchFilter, type JobSearchPage } from "./job-search-sql.js";
+import { listDeadPreviews, listJobPreviews, type JobPreview } from "./job-preview-sql.js";
+import type { ListJobsFilter } from "../jobs/read-jobs.js";
+import { validateDeadLetterFilter, type DeadLetterFilter } from "../../input/filter-input.js";
 import type { Queryable, Tables } from "../../db/sql.js";
 import { validateJobId } from "../../input/job-id.js";
 import { storableText } from "../../core/input-text.js";
@@ -37,6 +40,10 @@ export interface OperatorReads {
   permits(): Promise<Record<string, ExplainPermits>>;
   /** Jobs whose payload contains a text, within one bounded window of rows (job-search-sql.ts). */
   searchJobs(filter: JobSearchFilter): Promise<JobSearchPage>;
+  /** listJobs' page as previews: payload, result and last error cut in SQL (job-preview-sql.ts). */
+  jobPreviews(filter?: ListJobsFilter): Promise<JobPreview[]>;
+  /** The dead letter queue's page as previews. */
+  deadPreviews(filter?: DeadLetterFilter): Promise<JobPreview[]>;
   /**
    * The load of the concurrency keys: keys active and at their limit, keyed jobs running and waiting, and
    * the busiest keys (concurrency-keys-sql.ts; bounded however many keys there are).
@@ -85,6 +92,14 @@ export class PostgresOperatorReads implements OperatorReads {
 
   searchJobs(filter: JobSearchFilter): Promise<JobSearchPage> {
     return searchJobs(this.db, this.t, filter);
+  }
+
+  jobPreviews(filter?: ListJobsFilter): Promise<JobPreview[]> {
+    return listJobPreviews(this.db, this.t, filter);
+  }
+
+  async deadPreviews(filter?: DeadLetterFilter): Promise<JobPreview[]> {
+    return listDeadPreviews(this.db, this.t, validateDeadLetterFilter(filter ?? {}));
   }
 
   concurrencyKeys(bounds?: ConcurrencyKeysBounds): Promise<ConcurrencyKeys> {

@@ -34,14 +34,15 @@ afterAll(async () => {
 const consoleUrl = (path: string) => `${server.url.replace(/\/metrics$/, "/console")}${path}`;
 
 describe("a console on a schema not migrated yet", () => {
-  it("answers 503 naming the schema and the fix, then serves the page once migrated", async () => {
+  it("answers 503 naming the fix (not the database error), then serves the page once migrated", async () => {
     for (const path of ["", "/jobs", "/dlq"]) {
       const res = await fetch(consoleUrl(path));
       const body = await res.text();
       expect(res.status, `${path}: ${body}`).toBe(503);
       expect(res.headers.get("retry-after")).toBe("2");
       expect(body).toContain(`not migrated yet`);
-      expect(body).toContain(`"${schema}.`);
+      // PostgreSQL's own text (which names the relation) is logged, not sent.
+      expect(body).not.toContain(`"${schema}.`);
       expect(body).toContain("migrate");
     }
     await pawl.migrate();

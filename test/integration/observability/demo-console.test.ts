@@ -43,22 +43,24 @@ it("prints the console's and /metrics' URLs in its first lines, and serves the c
   // Line 1 says which database; line 2 where to look.
   expect(lines[0]).toMatch(/^\[demo\] /);
   const m =
-    /^\[demo\] console: (http:\/\/\S+\/console) \(actions on\) {2}metrics: (http:\/\/\S+\/metrics)$/.exec(
+    /^\[demo\] console: (http:\/\/\S+\/console) \(actions on, token (\S+)\) {2}metrics: (http:\/\/\S+\/metrics)$/.exec(
       lines[1]!,
     );
   expect(m, lines[1]).not.toBeNull();
-  const [, consoleUrl, metricsUrl] = m!;
+  const [, consoleUrl, token, metricsUrl] = m!;
+  const auth = { headers: { Authorization: `Bearer ${token}` } };
 
   // The pages read the schema, which exists once the node runs (it says so).
   await printed(/running on schema/);
-  const overview = await fetch(consoleUrl!);
+  expect((await fetch(consoleUrl!)).status).toBe(401);
+  const overview = await fetch(consoleUrl!, auth);
   expect(overview.status).toBe(200);
   expect(await overview.text()).toContain("<title>");
   const metrics = await fetch(metricsUrl!);
   expect(metrics.status).toBe(200);
   expect(await metrics.text()).toContain("pawl_");
   // Actions on: the paused page offers to pause a queue (a read-only console renders no form).
-  const paused = await (await fetch(`${consoleUrl}/paused`)).text();
+  const paused = await (await fetch(`${consoleUrl}/paused`, auth)).text();
   expect(paused).toContain('method="post"');
 
   const exited = new Promise<number | null>((resolve) => child!.once("exit", (code) => resolve(code)));

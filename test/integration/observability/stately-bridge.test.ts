@@ -20,6 +20,7 @@ import { MissingDependencyError, type Pawl } from "../../../src/index.js";
 import {
   connectStatelyInspector,
   createInspector,
+  InsecureSurfaceError,
   type Inspector,
   type StatelyBridge,
 } from "../../../observability/index.js";
@@ -53,9 +54,11 @@ async function relay(port = 0) {
   await new Promise<void>((r) => wss.once("listening", () => r()));
   const messages: Message[] = [];
   const sockets = new Set<WebSocket>();
+  const authorizations: (string | undefined)[] = [];
   let connections = 0;
-  wss.on("connection", (ws) => {
+  wss.on("connection", (ws, req) => {
     connections++;
+    authorizations.push(req.headers.authorization);
     sockets.add(ws);
     ws.on("close", () => sockets.delete(ws));
     ws.on("message", (data) => messages.push(JSON.parse(String(data)) as Message));
@@ -64,6 +67,7 @@ async function relay(port = 0) {
     url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`,
     messages,
     sockets,
+    authorizations,
     get connections() {
       return connections;
     },
@@ -248,6 +252,27 @@ describe("connectStatelyInspector", () => {
     } finally {
       bridge.close();
       await later.close();
+      await r.close();
+    }
+  });
+
+  it("refuses a relay beyond loopback without a token, and sends a token as a Bearer header", async () => {
+    await expect(connectStatelyInspector(node, { url: "ws://10.1.2.3:8080" })).rejects.toBeInstanceOf(
+      InsecureSurfaceError,
+    );
+    const refused = await connectStatelyInspector(node, { url: "ws://u:pa@ss@10.1.2.3:8080" }).catch(
+      (e: unknown) => e as Error,
+    );
+    expect(refused).toBeInstanceOf(InsecureSurfaceError);
+    expect((refused as Error).message).not.toContain("pa@ss");
+    await expect(connectStatelyInspector(node, { url: "http://[" })).rejects.toBeInstanceOf(TypeError);
+    const r = await relay();
+    const bridge = await connectStatelyInspector(node, { url: r.url, token: "relay-token" });
+    try {
+      await vi.waitFor(() => expect(bridge.connected).toBe(true));
+      expect(r.authorizations).toEqual(["Bearer relay-token"]);
+    } finally {
+      bridge.close();
       await r.close();
     }
   });

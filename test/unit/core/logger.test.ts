@@ -68,3 +68,49 @@ describe("consoleLogger", () => {
     expect(JSON.parse(writes[0] as string)).toMatchObject({ level: "error", message: "bigint field" });
   });
 });
+
+describe("redaction of connection URLs in log lines", () => {
+  afterEach(() => vi.restoreAllMocks());
+  const url = "postgres://app:p@ss/w#rd@db:5432/jobs";
+
+  it("consoleLogger removes the password from the message, fields and bound fields", () => {
+    const writes: string[] = [];
+    vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      writes.push(String(chunk));
+      return true;
+    });
+    consoleLogger("debug", { db: url }).child({ again: url }).warn(`cannot reach ${url}`, { url, n: 1 });
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).not.toContain("p@ss");
+    expect(writes[0]).not.toContain("w#rd");
+    expect(JSON.parse(writes[0] as string)).toMatchObject({
+      message: "cannot reach postgres://app:***@db:5432/jobs",
+      url: "postgres://app:***@db:5432/jobs",
+      db: "postgres://app:***@db:5432/jobs",
+      n: 1,
+    });
+  });
+
+  it("guardLogger hands the host's logger redacted text and errors, and other values as they are", () => {
+    const seen: { message: string; fields?: Record<string, unknown> }[] = [];
+    const host = {
+      debug() {},
+      info() {},
+      error() {},
+      warn: (message: string, fields?: Record<string, unknown>) =>
+        seen.push({ message, ...(fields ? { fields } : {}) }),
+    };
+    const invalid = Object.assign(new TypeError("Invalid URL"), { code: "ERR_INVALID_URL", input: url });
+    const plain = new Error("no secret here");
+    const when = new Date(0);
+    guardLogger(host).warn(`failed: ${url}`, { invalid, plain, when, count: 2 });
+    const [line] = seen;
+    expect(line?.message).toBe("failed: postgres://app:***@db:5432/jobs");
+    expect(JSON.stringify(line?.fields)).not.toContain("p@ss");
+    expect(line?.fields?.invalid).toBeInstanceOf(Error);
+    expect((line?.fields?.invalid as { code?: string }).code).toBe("ERR_INVALID_URL");
+    expect(line?.fields?.plain).toBe(plain);
+    expect(line?.fields?.when).toBe(when);
+    expect(line?.fields?.count).toBe(2);
+  });
+});

@@ -3,6 +3,7 @@
  * stream's filters and its subscribe-only-while-listened lifecycle) over a real xstate actor system, and
  * the pieces of `pawl inspect` (URL resolution, tree rendering, the SSE parser).
  */
+import { tokenCheck } from "../../../observability/access.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer, get, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -65,6 +66,17 @@ describe("sanitize", () => {
     expect(() => JSON.stringify(out)).not.toThrow();
     expect(sanitize({ payload: { card: "4111" } }, { includePayloads: true })).toEqual({
       payload: { card: "4111" },
+    });
+  });
+
+  it("removes connection URLs' passwords from every string it passes on", () => {
+    const out = sanitize({
+      error: { message: "connect postgres://u:p@ss/w@db/x failed" },
+      list: ["amqp://g:pw@mq"],
+    });
+    expect(out).toEqual({
+      error: { message: "connect postgres://u:***@db/x failed" },
+      list: ["amqp://g:***@mq"],
     });
   });
 
@@ -238,7 +250,7 @@ describe("inspector handler", () => {
     expect((await fetch(`${base}/debug/actors`)).status).toBe(404);
   });
 
-  it("enforces the token on both endpoints, by header or query", async () => {
+  it("enforces the token on both endpoints, by header or session cookie, never from the URL", async () => {
     const { node } = fakeNode();
     inspector = createInspector(node, { token: "s3cret" });
     const base = await serve(inspector);
@@ -251,10 +263,20 @@ describe("inspector handler", () => {
       401,
     );
     expect((await fetch(`${base}/debug/actors/stream`)).status).toBe(401);
-    expect((await fetch(`${base}/debug/actors?token=s3cret`)).status).toBe(200);
+    // A token in the address would end up in history, links and proxy logs: it is not read there.
+    expect((await fetch(`${base}/debug/actors?token=s3cret`)).status).toBe(401);
     expect(
       (await fetch(`${base}/debug/actors`, { headers: { Authorization: "bearer s3cret" } })).status,
     ).toBe(200);
+    // The console's session cookie (a digest of the same token) is accepted; the raw token as a cookie is not.
+    const cookie = (v: string) => ({ headers: { Cookie: `pawl_session=${v}` } });
+    expect((await fetch(`${base}/debug/actors`, cookie(tokenCheck("t", "s3cret").cookieValue))).status).toBe(
+      200,
+    );
+    expect((await fetch(`${base}/debug/actors`, cookie("s3cret"))).status).toBe(401);
+    expect((await fetch(`${base}/debug/actors`, cookie(tokenCheck("t", "other").cookieValue))).status).toBe(
+      401,
+    );
     expect(() => createInspector(node, { token: "" })).toThrow(TypeError);
   });
 
@@ -302,6 +324,29 @@ describe("inspector handler", () => {
     await closed;
     await vi.waitFor(() => expect(inspector!.streams).toBe(0));
     expect(inspector.subscribed).toBe(false);
+  });
+
+  it("answers 503 past maxStreams, and takes a stream again once one closes", async () => {
+    const { node } = fakeNode();
+    inspector = createInspector(node, { maxStreams: 1 });
+    const base = await serve(inspector);
+    const first = await fetch(`${base}/debug/actors/stream`);
+    expect(first.status).toBe(200);
+    const reader = first.body!.getReader();
+    await reader.read(); // the hello event: the stream is open
+    expect(inspector.streams).toBe(1);
+    const refused = await fetch(`${base}/debug/actors/stream`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect(await refused.json()).toEqual({ error: "too many streams (maxStreams 1)" });
+    // The tree is not a stream: still served.
+    expect((await fetch(`${base}/debug/actors`)).status).toBe(200);
+    await reader.cancel();
+    await vi.waitFor(() => expect(inspector!.streams).toBe(0));
+    const again = await fetch(`${base}/debug/actors/stream`);
+    expect(again.status).toBe(200);
+    await again.body!.cancel();
+    expect(() => createInspector(node, { maxStreams: -1 })).toThrow(TypeError);
   });
 
   it("answers 503 for a stream of a node that is not running", async () => {

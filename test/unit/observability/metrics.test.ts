@@ -535,11 +535,13 @@ describe("TypeHistogram", () => {
 });
 
 describe("metricsHandler", () => {
-  it("serves its path, passes others to next, and reports a failing collector", async () => {
+  it("serves its path, passes others to next, and answers a failing collector with a 500 that logs the cause", async () => {
     const ok = { contentType: "text/plain; version=0.0.4; charset=utf-8", metrics: async () => "x 1\n" };
     const failing = { ...ok, metrics: async () => Promise.reject(new Error("user collector broke")) };
     const a = metricsHandler(ok, { path: "/metrics" });
-    const b = metricsHandler(failing);
+    const logged: string[] = [];
+    const logger = { ...console, error: (m: string, f?: object) => logged.push(`${m} ${JSON.stringify(f)}`) };
+    const b = metricsHandler(failing, { logger });
     const server = createServer((req, res) => {
       // An Express-style mount strips the prefix from url and keeps it in originalUrl.
       if (req.url?.startsWith("/mounted")) {
@@ -561,7 +563,9 @@ describe("metricsHandler", () => {
       expect((await fetch(`${base}/metrics`, { method: "HEAD" })).status).toBe(200);
       const broken = await fetch(`${base}/broken`);
       expect(broken.status).toBe(500);
-      expect(await broken.text()).toContain("user collector broke");
+      // The cause goes to the log, never to the client: a collector's or database's text can name secrets.
+      expect(await broken.text()).not.toContain("user collector broke");
+      expect(logged.join("\n")).toContain("user collector broke");
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
