@@ -56,6 +56,8 @@ export {
   WaitTimeoutError,
   SchemaVersionError,
 } from "./core/errors.js";
+export { NodeIdInUseError } from "./core/errors.js";
+export { PrivilegeError } from "./db/privilege-error.js";
 export type { SchemaVerdict } from "./logic/schema-compat.js";
 export { releaseInfo } from "./cluster/node-info.js";
 export type { WaitForOptions } from "./api/wait-for.js";

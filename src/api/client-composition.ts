@@ -6,6 +6,7 @@
  * every PawlClient (and Pawl) exactly as before.
  */
 import type { CompositionDeps } from "../composition/deps.js";
+import type { WriteAction } from "./write-grant.js";
 import type { BatchInput, ChainStep, FlowOptions, WorkflowInput } from "../composition/flow-input.js";
 import {
   cancelFlow,
@@ -37,6 +38,8 @@ import type { IsTyped, PawlTasks, TaskName, TaskPayload } from "../input/task-ma
 export abstract class ClientComposition<Tasks extends object = PawlTasks> {
   /** @internal What the composition operations (src/composition) need; checks the instance is open. */
   protected abstract get composition(): CompositionDeps;
+  /** Runs an operator's write, naming the grant when the role may not (./write-grant.ts). */
+  protected abstract readonly writeAction: WriteAction;
 
   /**
    * Enqueues a chain: each step is made runnable only once the previous one SUCCEEDED; a step that ends
@@ -133,12 +136,12 @@ export abstract class ClientComposition<Tasks extends object = PawlTasks> {
 
   /** Pauses a PENDING job: PAUSED, never claimed until {@link resumeJob}. @throws JobStateError otherwise. */
   async pauseJob(id: string): Promise<Job> {
-    return pauseJob(this.composition, id);
+    return this.writeAction("pausing a job", () => pauseJob(this.composition, id));
   }
 
   /** Resumes a job paused by {@link pauseJob} (PENDING again, unless its queue or type is paused). */
   async resumeJob(id: string): Promise<Job> {
-    return resumeJob(this.composition, id);
+    return this.writeAction("resuming a job", () => resumeJob(this.composition, id));
   }
 
   /**

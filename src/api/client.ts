@@ -4,6 +4,7 @@
  * make its writes wake running work (src/composition/client-hooks.ts). The compose half (flows, signals, pauses) is
  * inherited from ./client-composition.ts, which only delegates to src/composition.
  */
+import { writeAction, type WriteAction } from "./write-grant.js";
 import type pg from "pg";
 import { coordinatorFor, resolveConfig, type PawlConfig, type ResolvedConfig } from "../input/config.js";
 import { buildNewJob, type NewJob } from "../input/enqueue-input.js";
@@ -60,6 +61,7 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
   /** The dead letter queue (its lists typed by the task map). */
   readonly dlq: DeadLetterQueue<Tasks>;
   protected readonly pool: pg.Pool;
+  protected readonly writeAction: WriteAction;
   /** The node's hooks; none for a bare client, whose writes are found by the nodes' polls. */
   private readonly hooks: ClientHooks | undefined;
   private readonly ownsPool: boolean;
@@ -90,7 +92,8 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
       succeeded: this.config.keepSucceeded ? "keep" : "delete",
       preparedStatements: this.config.preparedStatements,
     });
-    this.dlq = deadLetterQueue<Tasks>(this.store, this.hooks);
+    this.writeAction = writeAction(this.pool, this.config.schema);
+    this.dlq = deadLetterQueue<Tasks>(this.store, this.hooks, this.writeAction);
     this.tracing = this.config.tracing ? new PawlTracing(this.config.tracing) : null;
     // Loaded now, so the first enqueue need not wait for it; it never rejects.
     void this.tracing?.ready();
@@ -307,7 +310,8 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
    */
   async cancel(id: string, reason?: string): Promise<CancelResult> {
     this.assertOpen();
-    const result = await this.store.cancel(validateJobId(id), reason);
+    const jobId = validateJobId(id);
+    const result = await this.writeAction("cancel", () => this.store.cancel(jobId, reason));
     if (!result) throw new JobNotFoundError(String(id));
     this.hooks?.afterCancel(result);
     return result;

@@ -3,6 +3,7 @@
  * id validated before SQL runs. A retry announces the jobs it sent back as an enqueue would (so nodes wake
  * for them), and reports the ones canceled as duplicates of a live job holding their unique key.
  */
+import type { WriteAction } from "./write-grant.js";
 import type { ClientHooks } from "../composition/client-hooks.js";
 import { validateDeadLetterFilter } from "../input/filter-input.js";
 import type { DeadLetterFilter, RetriedJobs } from "../store/jobs/dead-letter.js";
@@ -30,7 +31,8 @@ export interface DeadLetterQueue<Tasks = PawlTasks> {
 }
 
 /**
- * The dead letter queue over `store`; `hooks` (a node's) announce retried jobs and report duplicates.
+ * The dead letter queue over `store`; `hooks` (a node's) announce retried jobs and report duplicates; `write`
+ * runs its writes (a client's names the grant a refused role lacks, ./write-grant.ts).
  *
  * @example
  * ```ts
@@ -41,6 +43,7 @@ export interface DeadLetterQueue<Tasks = PawlTasks> {
 export function deadLetterQueue<Tasks = PawlTasks>(
   store: JobStore,
   hooks: ClientHooks | undefined,
+  write: WriteAction = (_action, fn) => fn(),
 ): DeadLetterQueue<Tasks> {
   return {
     // The rows are the store's; the task map only says what their payloads and results are.
@@ -48,7 +51,7 @@ export function deadLetterQueue<Tasks = PawlTasks>(
       (await store.listDead(validateDeadLetterFilter(f))) as TypedJob<Tasks, K>[],
     retry: async (ids) => {
       const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
-      const jobs = await store.retryDead(list);
+      const jobs = await write("retrying dead jobs", () => store.retryDead(list));
       for (const d of jobs.duplicates) {
         hooks?.events.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
       }
@@ -58,6 +61,9 @@ export function deadLetterQueue<Tasks = PawlTasks>(
       );
       return jobs;
     },
-    purge: async (f) => store.purgeDead(validateDeadLetterFilter(f)),
+    purge: async (f) => {
+      const filter = validateDeadLetterFilter(f);
+      return write("purging dead jobs", () => store.purgeDead(filter));
+    },
   };
 }

@@ -7,6 +7,8 @@
 import { attemptTracer } from "../node/attempt/attempt-spans.js";
 import { traceInternals, traceOutcomeWrites } from "../node/internal-spans.js";
 import { resolveConfig, type PawlConfig } from "../input/config.js";
+import { usesEmbeddedDatabase } from "../input/embedded-config.js";
+import { checkIsolation } from "./isolation-check.js";
 import { onConnectionFault } from "../db/held-client.js";
 import { PawlError, SchemaVersionError } from "../core/errors.js";
 import { PawlEventEmitter, type PawlEventName, type PawlEvents } from "../core/events.js";
@@ -170,6 +172,9 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
    *
    * @throws SchemaVersionError when the schema lacks this release's migrations (run `pawl migrate` or
    *   `pawl.migrate()`) or a newer release applied a breaking one.
+   * @throws PawlError `INVALID_CONFIG` when statements on the pool run above read committed (a pool
+   *   without pawl's session settings, on a role whose default is repeatable read or serializable).
+   * @throws NodeIdInUseError when a live process runs under this node id.
    */
   async start(): Promise<void> {
     this.assertOpen();
@@ -179,6 +184,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     // before anything reads the database. Then a release the schema does not fit refuses, naming what to run.
     const coordinator = await this.node.coordinator();
     await this.checkSchema();
+    await checkIsolation(this.pool);
     const c = this.config;
     // Without @opentelemetry/api installed the load answers null, and the node has no tracer at all.
     const tracing = this.tracing && (await this.tracing.ready()) ? this.tracing : null;
@@ -223,6 +229,11 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       },
       // Heartbeats get their own connection unless the caller brought the pool.
       ...(c.pool === undefined ? { heartbeatConnectionString: c.connectionString } : {}),
+      // The node id's session lock needs a session of its own on PostgreSQL itself: the direct connection,
+      // or the main one unless it goes through a transaction pooler (unprepared statements).
+      ...(usesEmbeddedDatabase(c.pool, c.connectionString)
+        ? {}
+        : nodeIdLockUrl(c.directConnectionString, c.preparedStatements ? c.connectionString : undefined)),
     });
     await cluster.prepare();
     if (this.runtime || this.stopping) {
@@ -446,4 +457,13 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   get nodeRuntime(): NodeRuntime | null {
     return this.runtime;
   }
+}
+
+/** The `nodeIdLockConnectionString` of ClusterServices: the direct URL, else the main one, else none. */
+function nodeIdLockUrl(
+  direct: string | undefined,
+  main: string | undefined,
+): { nodeIdLockConnectionString?: string } {
+  const url = direct ?? main;
+  return url === undefined ? {} : { nodeIdLockConnectionString: url };
 }

@@ -31,9 +31,10 @@ import type { NodeRegistry } from "../logic/explain-facts.js";
 import { HeartbeatService, type HeartbeatDeps, type LagProbe } from "./heartbeat.js";
 import type { HeartbeatResult } from "../core/events.js";
 import { LeaseManager } from "./lease.js";
-import { localNodeInfo, newInstanceId, previousRunGone } from "./node-info.js";
+import { localNodeInfo, newInstanceId } from "./node-info.js";
+import { NodeIdGuard } from "./node-id-guard.js";
 import { OrphanSweeper, type SweepResult } from "./orphan-sweeper.js";
-import { PeriodicTask, sleep, type RunOutcome } from "../core/periodic.js";
+import { PeriodicTask, type RunOutcome } from "../core/periodic.js";
 import { Pruner, type PruneResult } from "./pruner.js";
 import { HistoryPartitioner, type HistoryPartitionResult } from "./history-partitioner.js";
 import { RecurringScheduler, type RecurringResult } from "./recurring.js";
@@ -72,6 +73,11 @@ export interface ClusterServicesDeps {
    * never queue behind job traffic on a saturated pool. Pawl passes it when it created its pool itself.
    */
   heartbeatConnectionString?: string;
+  /**
+   * A connection string that reaches PostgreSQL itself, for the node id's session lock
+   * (./node-id-guard.ts); absent, a previous run of the id is judged by its heartbeat alone.
+   */
+  nodeIdLockConnectionString?: string;
   /** Called once when a heartbeat finds a breaking migration newer than this release (the node stops). */
   onIncompatibleSchema?: HeartbeatDeps["onIncompatibleSchema"];
 }
@@ -117,6 +123,8 @@ export class ClusterServices {
   private started = false;
   /** The heartbeat's gateway on a connection of its own, when it has one (closed by stop()). */
   private readonly own: DedicatedClusterStore | null;
+  /** One process per node id: the id's session lock and the judgement of a previous run. */
+  private readonly guard: NodeIdGuard;
 
   constructor(private readonly deps: ClusterServicesDeps) {
     const { store, nodeId, options: o, events, logger, clock } = deps;
@@ -129,6 +137,17 @@ export class ClusterServices {
         : null;
     const beatStore = this.own?.store ?? store;
     this.key = `${store.schema}\u0000${nodeId}`;
+    this.guard = new NodeIdGuard({
+      store,
+      nodeId,
+      info: this.info,
+      clock,
+      logger,
+      deadNodeThresholdMs: o.deadNodeThresholdMs,
+      heartbeatIntervalMs: o.heartbeatIntervalMs,
+      // A generated id is new to the cluster and dies with this process: nothing to guard.
+      lockConnectionString: deps.freshNodeId ? undefined : deps.nodeIdLockConnectionString,
+    });
     this.leases = new LeaseManager({ store, owner: nodeId, ttlMs: o.leaseTtlMs, clock, events });
     this.heartbeat = new HeartbeatService({
       store: beatStore,
@@ -197,7 +216,10 @@ export class ClusterServices {
     };
     this.heartbeatLoop = new PeriodicTask<HeartbeatResult>({
       clock,
-      run: () => this.heartbeat.runOnce(),
+      run: () => {
+        this.guard.keep();
+        return this.heartbeat.runOnce();
+      },
       nextDelay: (r) => (r.ok ? r.result.nextDelayMs : this.heartbeat.failureDelayMs()),
       onError: report("cluster heartbeat"),
     });
@@ -246,8 +268,8 @@ export class ClusterServices {
    * Joins the cluster before the node claims anything: clock check, duplicate-id check, first heartbeat,
    * startup cleanup of this node id's previous run (skipped for a generated id, see `freshNodeId`).
    *
-   * @throws PawlError `INVALID_STATE` when a live node (in this process, or one that keeps beating)
-   *   already runs under this node id; database errors as they come.
+   * @throws PawlError `INVALID_STATE` when a live node already runs under this node id in this process,
+   *   NodeIdInUseError when one runs in another process; database errors as they come.
    */
   async prepare(): Promise<PrepareResult> {
     const { nodeId } = this.deps;
@@ -261,7 +283,7 @@ export class ClusterServices {
     this.registered = true;
     try {
       const clockSkew = await this.skew.runOnce();
-      await this.waitForPreviousRun();
+      await this.guard.claim();
       const heartbeat = await this.heartbeat.runOnce();
       const recovered = this.deps.freshNodeId
         ? []
@@ -269,39 +291,9 @@ export class ClusterServices {
       return { heartbeat, clockSkew, recovered };
     } catch (error) {
       this.unregister();
+      await this.guard.release();
       await this.own?.end().catch(() => {});
       throw error;
-    }
-  }
-
-  /**
-   * A row under this node id that still beats belongs to a previous run that died moments ago, or to a
-   * live duplicate. A previous run on this host whose process is gone is certain; otherwise wait until the
-   * row goes stale (at most a threshold), and refuse to start if it keeps beating.
-   */
-  private async waitForPreviousRun(): Promise<void> {
-    const { store, nodeId, clock, logger, options: o } = this.deps;
-    const giveUpAt = clock.now() + o.deadNodeThresholdMs + o.heartbeatIntervalMs;
-    let warned = false;
-    for (;;) {
-      const { node, databaseTime } = await store.readNode(nodeId);
-      if (!node || node.info.instance === this.info.instance || node.info.deadAt !== undefined) return;
-      const ageMs = databaseTime.getTime() - node.heartbeatAt.getTime();
-      if (ageMs >= o.deadNodeThresholdMs || previousRunGone(node.info, this.info)) return;
-      if (clock.now() >= giveUpAt) {
-        throw new PawlError(
-          "INVALID_STATE",
-          `node id ${JSON.stringify(nodeId)} is in use by a live node (host ${node.info.host}, pid ${node.info.pid}): give each node its own id`,
-        );
-      }
-      if (!warned) {
-        warned = true;
-        logger.warn("another run of this node id beat recently; waiting for its heartbeat to go stale", {
-          host: node.info.host,
-          pid: node.info.pid,
-        });
-      }
-      await sleep(clock, Math.min(o.heartbeatIntervalMs, 500));
     }
   }
 
@@ -354,6 +346,7 @@ export class ClusterServices {
     }
     this.started = false;
     this.unregister();
+    await this.guard.release();
     await this.own?.end().catch(() => {});
   }
 

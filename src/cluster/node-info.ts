@@ -70,23 +70,3 @@ export function localNodeInfo(concurrency: number, coordinator: string, instance
     instance,
   };
 }
-
-/** Whether a process with this pid exists on this host (a permission error means it does). */
-export function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/**
- * Whether the run recorded in `previous` is certainly gone, judged from this process: it ran on this host
- * and its pid is ours (the pid cannot belong to two live processes) or no longer exists.
- */
-export function previousRunGone(previous: NodeInfo, self: NodeInfo): boolean {
-  if (previous.host !== self.host) return false;
-  return previous.pid === self.pid || !pidAlive(previous.pid);
-}

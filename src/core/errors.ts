@@ -221,3 +221,36 @@ export class SchemaVersionError extends PawlError {
     this.requiredVersion = versions.requiredVersion;
   }
 }
+
+/**
+ * Thrown by `start()` when a live process already runs under this node id (`code` `INVALID_STATE`): two
+ * processes under one id would each rescue the other's running jobs as left by a previous run. Give each
+ * process its own `nodeId`. A previous run that crashed does not cause it: its session lock is gone, or
+ * its heartbeat goes stale (docs/deployment.md#node-ids).
+ *
+ * @example
+ * ```ts
+ * try { await pawl.start(); }
+ * catch (e) { if (e instanceof NodeIdInUseError) console.error(`${e.nodeId} runs on ${e.host}`); }
+ * ```
+ */
+export class NodeIdInUseError extends PawlError {
+  /** The node id in use. */
+  readonly nodeId: string;
+  /** The host the other process reported. */
+  readonly host: string;
+  /** The pid the other process reported. */
+  readonly pid: number;
+
+  constructor(nodeId: string, other: { host: string; pid: number }) {
+    super(
+      "INVALID_STATE",
+      `node id ${JSON.stringify(nodeId)} is in use by a live node (host ${other.host}, pid ${other.pid}): ` +
+        `give each node its own id`,
+    );
+    this.name = "NodeIdInUseError";
+    this.nodeId = nodeId;
+    this.host = other.host;
+    this.pid = other.pid;
+  }
+}

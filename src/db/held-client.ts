@@ -113,8 +113,11 @@ export async function withHeldClient<T>(pool: pg.Pool, fn: (db: HeldClient) => P
   }
 }
 
+/** How pawl opens each of its transactions (see inHeldTransaction). */
+export const BEGIN_READ_COMMITTED = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
 /**
- * Runs `fn` in a transaction of its own on a held client: committed when `fn` resolves, rolled back when
+ * Runs `fn` in a read-committed transaction of its own on a held client: committed when `fn` resolves, rolled back when
  * it throws (a rollback that fails marks the connection broken, so the pool drops it).
  *
  * @example
@@ -127,7 +130,12 @@ export async function withHeldClient<T>(pool: pg.Pool, fn: (db: HeldClient) => P
  */
 export function inHeldTransaction<T>(pool: pg.Pool, fn: (db: HeldClient) => Promise<T>): Promise<T> {
   return withHeldClient(pool, async (db) => {
-    await db.query("BEGIN");
+    // Pinned, whatever the role's or database's default_transaction_isolation says: pawl's transactions
+    // take a lock and then read what the lock guards (a permit count, a key's running count), which needs
+    // each statement's own snapshot. Under repeatable read or serializable the snapshot would be taken
+    // before the lock was granted, and the read would miss what the previous holder committed. Here, not
+    // in the session settings, because a transaction pooler or the user's own pool carries none of those.
+    await db.query(BEGIN_READ_COMMITTED);
     let out: T;
     try {
       out = await fn(db);

@@ -22,6 +22,13 @@ import { reportConnectionFault } from "./held-client.js";
  * 0008, has no index) was compiled on every run: 400-1,000 ms of compiling against 50 ms of reading
  * 200,000 rows.
  *
+ * The isolation level is pinned to read committed, whatever the role's or database's
+ * `default_transaction_isolation` says. pawl's single statements rely on it: a claim's FOR UPDATE SKIP
+ * LOCKED and a key count's UPDATE re-read a row another transaction changed, where repeatable read fails
+ * with a serialization error, and the keyed claim (migration 0013) reads a key's count after taking the
+ * key's lock, which sees the previous holder's commit only with a snapshot per statement. Transactions
+ * pin it themselves (BEGIN ISOLATION LEVEL READ COMMITTED, db/held-client.ts).
+ *
  * Set by queries rather than startup options, which poolers such as PgBouncer refuse by default; a
  * refusal only costs speed. A pool the user brings keeps its own settings.
  */
@@ -41,6 +48,7 @@ export function connectHook(logger: Logger): (client: pg.ClientBase) => Promise<
 const sessionSettings: readonly (readonly [string, string])[] = [
   ["plan_cache_mode", "force_generic_plan"],
   ["jit", "off"],
+  ["default_transaction_isolation", "'read committed'"],
 ];
 
 /** Listens for an idle client's error (pg crashes the process on one nobody hears) and reports it. */

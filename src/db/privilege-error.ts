@@ -21,8 +21,29 @@ export function isPermissionDenied(error: unknown): boolean {
  * catch (e) { throw asPrivilegeError(e, 'run "pawl migrate" as the schema\'s owner'); }
  * ```
  */
-export function asPrivilegeError(error: unknown, advice: string): unknown {
+export function asPrivilegeError(error: unknown, advice: string, grant?: string): unknown {
   if (!isPermissionDenied(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new PawlError("INSUFFICIENT_PRIVILEGE", `${message}: ${advice}`, { cause: error });
+  return new PrivilegeError(`${message}: ${advice}`, grant, error);
+}
+
+/**
+ * A permission denial as pawl's `INSUFFICIENT_PRIVILEGE`, with the SQL that would give the role what it
+ * lacked when pawl knows it (`grant`), so a console or a CLI can show the statement to run as the owner.
+ *
+ * @example
+ * ```ts
+ * try { await pawl.cancel(id); }
+ * catch (e) { if (e instanceof PrivilegeError && e.grant) show(`ask the owner to run: ${e.grant}`); }
+ * ```
+ */
+export class PrivilegeError extends PawlError {
+  /** The GRANT statement the role needs (run by the schema's owner), when known. */
+  readonly grant: string | undefined;
+
+  constructor(message: string, grant: string | undefined, cause: unknown) {
+    super("INSUFFICIENT_PRIVILEGE", message, { cause });
+    this.name = "PrivilegeError";
+    this.grant = grant;
+  }
 }

@@ -5,6 +5,7 @@
  * that cannot carry a named statement from one transaction to the next): then {@link named} leaves the
  * name out and every statement runs unnamed. `named` is the only place a statement name is made.
  */
+import { createHash } from "node:crypto";
 import type { QueryConfig, QueryResult, QueryResultRow } from "pg";
 import { quoteSchema } from "./schema-name.js";
 
@@ -122,15 +123,42 @@ export function tablesFor(schema: string, prepared = true): Tables {
   };
 }
 
+/** PostgreSQL's identifier limit (NAMEDATALEN - 1), which prepared-statement names share. */
+const MAX_IDENTIFIER_BYTES = 63;
+
+/**
+ * The prepared-statement name of statement `name` in `schema`: `pawl_<schema>_<name>` when that fits in
+ * PostgreSQL's 63 bytes, else `pawl_<hash>_<name>` cut to 63, where the hash is of schema and name both.
+ * Past 63 bytes the server would truncate the name silently, so two statements of a long schema would
+ * share one name (pg then runs one's text under the other's plan, or refuses), and pg itself prints a
+ * warning to the host's stderr on every such query. The hash (48 bits) keeps each pair's name its own
+ * whatever the cut leaves of `name`; the plain form stays for the names that fit, so they read as before
+ * in pg_prepared_statements.
+ *
+ * @example
+ * ```ts
+ * statementName("pawl", "claim_full"); // "pawl_pawl_claim_full"
+ * statementName("a".repeat(63), "claim_full"); // "pawl_3f1c0e9b2a7d_claim_full" (some 12-hex hash)
+ * ```
+ */
+export function statementName(schema: string, name: string): string {
+  const plain = `pawl_${schema}_${name}`;
+  // Schema names are ASCII (validateSchemaName) and statement names are pawl's own ASCII words, so a
+  // character is a byte here.
+  if (plain.length <= MAX_IDENTIFIER_BYTES) return plain;
+  const hash = createHash("sha256").update(`${schema}\u0000${name}`).digest("hex").slice(0, 12);
+  return `pawl_${hash}_${name}`.slice(0, MAX_IDENTIFIER_BYTES);
+}
+
 /**
  * A named statement: pg prepares it once per connection. Names must be unique per text, so the schema
- * goes into the name. With `t.prepared` false the statement goes out unnamed (parsed and planned on each
+ * goes into the name, bounded by {@link statementName}. With `t.prepared` false the statement goes out unnamed (parsed and planned on each
  * run), which is what a transaction pooler needs: a name prepared on one server connection is unknown on
  * the next one the pooler hands out ("prepared statement ... does not exist"), or already taken there.
  */
 export function named(t: Tables, name: string, text: string): (values: unknown[]) => QueryConfig {
   if (!t.prepared) return (values) => ({ text, values });
-  const full = `pawl_${t.schema}_${name}`;
+  const full = statementName(t.schema, name);
   return (values) => ({ name: full, text, values });
 }
 

@@ -9,6 +9,7 @@
  * {@link NodeStore} is the slice a node's runtime uses; the twin implements that slice. The PostgreSQL
  * implementation is `PostgresJobStore` (postgres-job-store.ts); `new JobStore(pool, schema)` still builds one.
  */
+import type { KeyCountDrift } from "./operator/key-counts-sql.js";
 import type { KeyedClaim, KeyedClaimArgs } from "./claim/keyed-claim.js";
 import type { FoldedNotify } from "../../coordinators/spi.js";
 import type { NewJob } from "../input/enqueue-input.js";
@@ -141,6 +142,16 @@ export interface TransactionStore {
   migrationStatus(): Promise<MigrationStatus>;
   /** The store's current time (the single clock for scheduling). */
   databaseTime(): Promise<Date>;
+  /**
+   * The concurrency keys whose running count differs from their leased rows (`pawl doctor`; reads only,
+   * one snapshot). Empty when every count is right.
+   */
+  checkKeyCounts(): Promise<KeyCountDrift[]>;
+  /**
+   * Sets each drifted key's running count to its leased rows, in one transaction under the keys' claim
+   * locks (`pawl doctor --repair`); returns the keys it changed.
+   */
+  repairKeyCounts(): Promise<KeyCountDrift[]>;
 }
 
 /** Every statement pawl runs on its jobs: the gateway. */

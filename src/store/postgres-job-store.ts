@@ -10,6 +10,12 @@
  * The cluster's statements (node registry, leases, orphans, pruning, recurring schedules) are inherited
  * from {@link PostgresClusterStatements} (postgres-cluster-statements.ts).
  */
+import {
+  readKeyCountDrift,
+  repairKeyCounts,
+  repairKeyCountsOn,
+  type KeyCountDrift,
+} from "./operator/key-counts-sql.js";
 import { asPrivilegeError } from "../db/privilege-error.js";
 import { claimKeyedJobs, type KeyedClaim, type KeyedClaimArgs } from "./claim/keyed-claim.js";
 import { PostgresOperatorReads, type OperatorReads } from "./operator/operator-reads.js";
@@ -179,6 +185,17 @@ export class PostgresJobStore extends PostgresClusterStatements implements Gatew
       [xid],
     );
     return res.rows[0]?.status ?? null;
+  }
+
+  checkKeyCounts(): Promise<KeyCountDrift[]> {
+    return readKeyCountDrift(this.db, this.tables);
+  }
+
+  repairKeyCounts(): Promise<KeyCountDrift[]> {
+    // Bound to a caller's transaction, the repair joins it (its locks are then held to that commit).
+    return this.client
+      ? repairKeyCountsOn(this.client, this.tables)
+      : repairKeyCounts(this.pool, this.tables);
   }
 
   async migrate(): Promise<MigrateResult> {

@@ -13,7 +13,16 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type pg from "pg";
 import type { Pawl } from "../../src/index.js";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
-import { fastCluster, installRecorders, killAll, NodeProcess, runStats, until, withDump } from "./harness.js";
+import {
+  fastCluster,
+  installRecorders,
+  keyCountDrift,
+  killAll,
+  NodeProcess,
+  runStats,
+  until,
+  withDump,
+} from "./harness.js";
 
 const procs: NodeProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
@@ -215,6 +224,7 @@ describe("concurrency keys across node processes", () => {
         success_twice: 0,
         succeeded: total,
       });
+      expect(await keyCountDrift(pool, schema)).toEqual([]);
 
       for (const p of [a, b]) p.term();
       expect((await Promise.all([a.exited, b.exited])).map((e) => e.code)).toEqual([0, 0]);
@@ -357,6 +367,7 @@ describe("concurrency keys across node processes", () => {
         success_twice: 0,
         succeeded: total,
       });
+      expect(await keyCountDrift(pool, schema)).toEqual([]);
 
       b.term();
       expect((await b.exited).code).toBe(0);

@@ -29,6 +29,7 @@ import {
   statusCounts,
   until,
   withDump,
+  keyCountDrift,
 } from "./harness.js";
 
 const enabled = process.env.PAWL_DESTRUCTIVE_TESTS === "1";
@@ -205,6 +206,7 @@ describe.skipIf(!enabled)("PostgreSQL faults at every checkout site (destructive
       expect(Math.max(...pickupMs)).toBeLessThan(10_000);
       expect(dbErrors).toBeGreaterThan(0);
       expect(disconnects).toBeGreaterThan(0);
+      expect(await keyCountDrift(pool, schema)).toEqual([]);
     });
   }, 600_000);
 });

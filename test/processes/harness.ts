@@ -7,6 +7,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type pg from "pg";
+import { JobStore } from "../../src/index.js";
+import type { KeyCountDrift } from "../../src/store/operator/key-counts-sql.js";
 import { databaseUrl } from "../helpers/db.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -242,4 +244,12 @@ export async function withDump(procs: readonly NodeProcess[], body: () => Promis
     console.log(dump(procs));
     throw error;
   }
+}
+
+/**
+ * The key-count invariant every reliability test ends with (`pawl doctor`, one snapshot): the concurrency
+ * keys whose running count differs from their leased rows. A test expects it to be empty.
+ */
+export function keyCountDrift(pool: pg.Pool, schema: string): Promise<KeyCountDrift[]> {
+  return new JobStore(pool, schema).checkKeyCounts();
 }

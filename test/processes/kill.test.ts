@@ -18,6 +18,7 @@ import {
   statusCounts,
   until,
   withDump,
+  keyCountDrift,
 } from "./harness.js";
 
 let schema: string;
@@ -164,6 +165,7 @@ describe("kill -9 of a node mid-run", () => {
       for (const r of twice)
         expect(held.has(r.job_id), `job ${r.job_id} ran twice but no killed node held it`).toBe(true);
       expect(stats.ran_twice).toBeLessThanOrEqual(held.size);
+      expect(await keyCountDrift(pool, schema)).toEqual([]);
 
       for (const p of [a, c2, b2]) p.term();
       const exits = await Promise.all([a, c2, b2].map((p) => p.exited));

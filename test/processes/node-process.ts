@@ -4,7 +4,7 @@
  * Its handler for `work` jobs waits `payload.sleepMs`, then records the execution (job id, node id,
  * attempt) in `<schema>.executions`, and returns; on the node named by `payload.holdOn` it instead holds the
  * job until the attempt is aborted. It prints one JSON line per lifecycle step on stdout
- * (`ready` with the pid to signal, `stopped`), and exits 0 after a graceful stop on SIGTERM. An unhandled
+ * (`ready` with the pid to signal, `stopped`, `start-failed` then exit 3), and exits 0 after a graceful stop on SIGTERM. An unhandled
  * rejection or uncaught exception is printed as a `fatal` line on stderr and exits 70, so a test can tell
  * a crash from a clean exit.
  *
@@ -201,7 +201,14 @@ process.on("SIGTERM", () => {
   })().catch(fatal("stop"));
 });
 
-await pawl.start();
+// A refused start (node-id.test.ts: a second process under a live node id) is a line and exit code 3, not
+// a crash.
+await pawl.start().catch(async (error: unknown) => {
+  const e = error as { name?: string; code?: string; message?: string };
+  say({ event: "start-failed", name: e.name, code: e.code, message: e.message });
+  await pawl.close().catch(() => {});
+  process.exit(3);
+});
 if (faultKit && process.env.PAWL_FAULT_SCHEDULE === "1")
   await pawl.schedule("fault-tick", "* * * * * *", {}, { type: "tick" });
 say({ event: "ready", pid: process.pid, nodeId: pawl.nodeId, bootMs: Math.round(performance.now()) });

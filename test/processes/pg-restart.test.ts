@@ -23,6 +23,7 @@ import {
   runStats,
   statusCounts,
   until,
+  keyCountDrift,
 } from "./harness.js";
 
 const enabled = process.env.PAWL_DESTRUCTIVE_TESTS === "1";
@@ -127,6 +128,7 @@ describe.skipIf(!enabled)("PostgreSQL restart under running nodes (destructive)"
     }
     expect(stats).toMatchObject({ jobs: total, succeeded: total, successes: total, success_twice: 0 });
     expect(rows[0]!.n).toBe(0);
+    expect(await keyCountDrift(pool, schema)).toEqual([]);
 
     for (const p of procs) p.term();
     expect((await Promise.all(procs.map((p) => p.exited))).map((e) => e.code)).toEqual([0, 0, 0]);

@@ -1,15 +1,15 @@
 /**
  * A rolling upgrade from the previous release (scripts/previous-release.txt) under load. The previous
  * release's tree is taken from git history (`git archive`, into a temp directory with this checkout's
- * node_modules linked in) and its own node process (its test/cluster/node-process.ts, run from its own
- * sources by tsx) migrates a schema with its migrations and runs jobs. Then a node of this tree migrates
+ * node_modules linked in) and its own node process (its test/processes/node-process.ts, or
+ * test/cluster/node-process.ts in releases before 0.2.0, run from its own sources by tsx) migrates a schema with its migrations and runs jobs. Then a node of this tree migrates
  * the same schema to the newest version while the old node keeps claiming, joins, and the old node is
  * killed with kill -9. The ledger must be exact: every job SUCCEEDED, each success recorded once (a
  * trigger on the transition), nothing left PENDING or leased, and the old node's in-flight jobs rescued by
  * the orphan sweep.
  */
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -18,6 +18,7 @@ import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../helpers/db.j
 import { testPawl } from "../helpers/pawl.js";
 import { fastCluster, installRecorders, insertWork, statusCounts, until } from "./harness.js";
 import { previousRelease, previousTree } from "../../scripts/lib/previous-release.js";
+import { loadMigrations } from "../../src/store/migrations/migrate.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const previous = previousRelease();
@@ -43,9 +44,21 @@ function runOld(dir: string, file: string, env: Record<string, string>): Promise
   });
 }
 
+/** The old tree's node process script: it moved from test/cluster/ to test/processes/ in 0.2.0. */
+function oldNodeScript(dir: string): string {
+  const candidates = [
+    join(dir, "test", "processes", "node-process.ts"),
+    join(dir, "test", "cluster", "node-process.ts"),
+  ];
+  const found = candidates.find((c) => existsSync(c));
+  if (!found)
+    throw new Error(`the previous release ${previous} has no node-process.ts in ${candidates.join(" or ")}`);
+  return found;
+}
+
 /** The old release's node process: resolves once it printed `ready`, with its pid and exit promise. */
 function startOldNode(dir: string, nodeId: string) {
-  const child = spawn(tsx, [join(dir, "test", "cluster", "node-process.ts")], {
+  const child = spawn(tsx, [oldNodeScript(dir)], {
     cwd: dir,
     env: {
       ...process.env,
@@ -114,7 +127,8 @@ describe("a rolling upgrade from the previous release", () => {
       "the old node to run jobs",
     );
 
-    // The new release migrates under load (0012 at least), then joins; more work arrives meanwhile.
+    // The new release migrates under load (every migration newer than the old release's), then joins;
+    // more work arrives meanwhile.
     node = testPawl(schema, { ...fastCluster, nodeId: "new-release-node", queues: undefined });
     node.register("work", async (payload: { sleepMs?: number }, ctx) => {
       if (payload.sleepMs) await new Promise((r) => setTimeout(r, payload.sleepMs));
@@ -125,8 +139,11 @@ describe("a rolling upgrade from the previous release", () => {
       ]);
     });
     const applied = await node.migrate();
-    expect(applied.version).toBeGreaterThan(migratedOld.version);
-    expect(applied.applied).toContain(12);
+    const newer = loadMigrations()
+      .map((m) => m.version)
+      .filter((v) => v > migratedOld.version);
+    expect(applied.applied).toEqual(newer);
+    expect(applied.version).toBe(Math.max(migratedOld.version, ...newer));
     await insertWork(pool, schema, 1_000, 5);
     await node.start();
     await insertWork(pool, schema, 1_000, 5);

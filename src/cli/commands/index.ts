@@ -8,6 +8,7 @@ import { enqueueCommand } from "./enqueue.js";
 import { explainCommand } from "./explain.js";
 import { inspectCommand } from "./inspect.js";
 import { keysCommand } from "./keys.js";
+import { doctorCommand } from "./doctor.js";
 import { cancelCommand, jobCommand, jobsCommand } from "./jobs.js";
 import { migrateCommand } from "./migrate.js";
 import { grantsCommand } from "./grants.js";
@@ -45,5 +46,6 @@ export const commands: readonly Command[] = [
   nodesCommand,
   statsCommand,
   keysCommand,
+  doctorCommand,
   schedulesCommand,
 ];

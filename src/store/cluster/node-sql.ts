@@ -24,6 +24,11 @@ export interface NodeInfo {
   coordinator: string;
   /** A random id per start(): tells this run of a node id from a previous one. */
   instance: string;
+  /**
+   * This run holds its node id's session lock (cluster/node-id-guard.ts), so a free lock means the run
+   * has ended. Absent on nodes of 0.2.0 and older, and false behind a transaction pooler.
+   */
+  idLock?: boolean;
   /** Set by the orphan sweep when the node was declared dead (database time, ISO 8601). */
   deadAt?: string;
   /**

@@ -16,7 +16,7 @@
  * script is what a node would run.
  */
 import type pg from "pg";
-import { inHeldTransaction } from "../../db/held-client.js";
+import { BEGIN_READ_COMMITTED, inHeldTransaction } from "../../db/held-client.js";
 import { retryDelayMs, type RetryPolicy } from "../../logic/backoff.js";
 import { migrations } from "./migrations.generated.js";
 import { quoteSchema } from "../../db/schema-name.js";
@@ -122,7 +122,8 @@ export function migrationScript(schema: string, pending: readonly Migration[]): 
   // The schema name is validated (lower-case letters, digits, _), so it is safe inside a literal.
   const parts = [
     `-- pawl migrations for schema ${s}: ${pending.map((m) => m.name).join(", ") || "none pending"}`,
-    "BEGIN;",
+    // Read committed whatever the session's default: the lock is taken before the versions are read.
+    `${BEGIN_READ_COMMITTED};`,
     `SELECT pg_advisory_xact_lock(hashtext('${lockKey(schema)}'));`,
     ...preamble(s).map((sql) => `${sql};`),
   ];

@@ -251,12 +251,9 @@ describe("with started nodes", () => {
   });
 
   it("startup cleanup recovers this node id's rows from a crashed previous run before claiming", async () => {
-    // The previous run of "restarted" died on this host moments ago: its heartbeat is still fresh, but
-    // its pid no longer exists.
-    await insertNode(pool, schema, "restarted", 200, {
-      host: (await import("node:os")).hostname(),
-      pid: 999_999_999,
-    });
+    // The previous run of "restarted" died moments ago: its heartbeat is still fresh, but it held the node
+    // id's session lock and nobody holds that now (its session ended with it).
+    await insertNode(pool, schema, "restarted", 200, { idLock: true });
     const stale = await insertRunning(pool, schema, "restarted", 3, { type: "never-registered-type" });
     await insertPermit(pool, schema, "gpu", stale[0]!, "restarted");
     const node = testPawl(schema, { nodeId: "restarted" });

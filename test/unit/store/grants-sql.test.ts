@@ -17,14 +17,35 @@ describe("grantsSql", () => {
   it("gives a reader SELECT only", () => {
     const sql = grantsSql("pawl", "ops", "reader");
     expect(sql).toContain('GRANT SELECT ON ALL TABLES IN SCHEMA "pawl" TO "ops";');
-    expect(sql).not.toMatch(/INSERT|UPDATE|DELETE|EXECUTE|SEQUENCES/);
+    expect(sql).not.toMatch(/INSERT|UPDATE|DELETE|SEQUENCES|ALL FUNCTIONS|partition/);
+    // Its reads call these; named, so the role works where EXECUTE is revoked from PUBLIC.
+    expect(sql).toContain(
+      'GRANT EXECUTE ON FUNCTION "pawl".pawl_key_running(text), "pawl".pawl_pause_rule(text, text) TO "ops";',
+    );
+  });
+
+  it("keeps the migration record away from the application role", () => {
+    expect(grantsSql("pawl", "app_worker", "app")).toContain(
+      'REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON "pawl".pawl_migrations FROM "app_worker";',
+    );
+  });
+
+  it("gives an enqueue-only role the insert, its sequence and the enqueue functions, and nothing more", () => {
+    const sql = grantsSql("pawl", "submitter", "enqueue");
+    expect(sql).toContain('GRANT SELECT, INSERT ON "pawl".scheduler_job_queue TO "submitter";');
+    expect(sql).toContain('GRANT USAGE ON SEQUENCE "pawl".scheduler_job_queue_id_seq TO "submitter";');
+    expect(sql).toContain('"pawl".enqueue(text, jsonb, jsonb)');
+    expect(sql).not.toMatch(
+      /ALL TABLES|ALL FUNCTIONS|ALL SEQUENCES|DELETE|DEFAULT PRIVILEGES|scheduler_node|claim/,
+    );
   });
 
   it("never grants the right to change the schema", () => {
-    for (const level of ["app", "reader"] as const) {
-      expect(grantsSql("pawl", "r", level)).not.toMatch(
-        /\bCREATE\b|TRUNCATE|REFERENCES|TRIGGER|ALL PRIVILEGES/,
-      );
+    for (const level of ["app", "reader", "enqueue"] as const) {
+      const grants = grantsSql("pawl", "r", level)
+        .split("\n")
+        .filter((l) => !l.startsWith("REVOKE"));
+      expect(grants.join("\n")).not.toMatch(/\bCREATE\b|TRUNCATE|REFERENCES|TRIGGER|ALL PRIVILEGES/);
     }
   });
 
