@@ -5,7 +5,7 @@
  * or dropped; the shared server on 5432 is never touched.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync, chownSync, mkdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync, chownSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -189,13 +189,14 @@ export class OwnPgBouncer {
     process.kill(this.pid(), "SIGHUP");
   }
 
-  /** Stops the pooler this object started. */
+  /** Stops the pooler this object started and removes its state directory. */
   stop(): void {
     try {
       process.kill(this.pid(), "SIGTERM");
     } catch {
       // not running
     }
+    rmSync(this.dir, { recursive: true, force: true });
   }
 
   /** The pooler's log, for a failure's report. */
