@@ -135,6 +135,9 @@ export function subscribeMetrics(
     source.on("cluster:orphans-recovered", (e) => {
       for (const job of e.jobs) m.orphansRecovered.inc({ type: job.type, status: job.status.toLowerCase() });
     }),
+    source.on("cluster:lease-audit", (e) => {
+      for (const job of e.released) m.leasesReleasedByAudit.inc({ type: job.type });
+    }),
     source.on("cluster:lease-acquired", (e) => m.leasesAcquired.inc({ lease: e.name })),
     source.on("cluster:lease-lost", (e) => m.leasesLost.inc({ lease: e.name })),
     source.on("cluster:clock-skew", (e) => {

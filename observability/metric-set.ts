@@ -364,6 +364,11 @@ export function buildMetricSet(registry: Registry, prefix: string, c: Collectors
       "RUNNING jobs of dead nodes recovered by this node, by job type and the status they got (pending, dead).",
       ["type", "status"],
     ),
+    leasesReleasedByAudit: counter(
+      "cluster_lease_audit_released_total",
+      "Rows leased to this node that it did not run (a claim's reply was lost), released by its lease audit, by job type.",
+      ["type"],
+    ),
     leasesAcquired: counter("cluster_leases_acquired_total", "Maintenance leases this node took, by lease.", [
       "lease",
     ]),

@@ -31,6 +31,7 @@ import {
 import { ClassicClaimer } from "../store/claim/claimer.js";
 import { CursorClaimer } from "../store/claim/claim-cursor.js";
 import { SignalSweeper } from "../cluster/signal-sweeper.js";
+import { LeaseAudit } from "../cluster/lease-audit.js";
 import type { IsTyped, PawlTasks, TaskName, TaskPayload, TaskResult, TypedEvent } from "../input/task-map.js";
 import type { HealthReport } from "../logic/health.js";
 import { HealthProbe, type HealthOptions } from "./node-health.js";
@@ -85,6 +86,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   private offClusterEvents: (() => void) | null = null;
   private clusterRef: ClusterServices | null = null;
   private signalSweeper: SignalSweeper | null = null;
+  private leaseAudit: LeaseAudit | null = null;
   /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
   private readonly offConnectionFaults: () => void;
   /** Follows the heartbeat and the polls for {@link Pawl.health}. */
@@ -277,8 +279,33 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     // Times out parked signal waits (docs/composition.md#signals).
     this.signalSweeper = new SignalSweeper({ deps: this.composition, clock: c.clock });
     this.signalSweeper.start();
+    // Releases rows leased to this node that it does not run (a claim's reply lost after its commit).
+    const runtime = this.runtime;
+    const leaseAudit = new LeaseAudit({
+      store: this.store,
+      nodeId: c.nodeId,
+      node: {
+        heldIds: () => runtime.heldIds(),
+        claimsInFlight: () => runtime.claimsInFlight(),
+        released: () => {
+          runtime.requestFullPass();
+          runtime.wake("local");
+        },
+      },
+      intervalMs: c.runtimeOptions.cluster.leaseAuditIntervalMs,
+      graceMs: c.runtimeOptions.cluster.leaseAuditGraceMs,
+      clock: c.clock,
+      events: this.events,
+      logger: c.logger.child({ nodeId: c.nodeId }),
+    });
+    this.leaseAudit = leaseAudit;
+    leaseAudit.start();
     // A node declared dead by the others (it missed heartbeats) has had its jobs recovered: the ones
     // still waiting in its buffer would run a second time, so they are dropped.
+    // A failed claim (the poll's, or one lane's) may have committed: its reply can be what was lost.
+    const offClaimFailed = this.events.on("error", (e) => {
+      if (e.where === "claim" || e.where.startsWith("claim (")) leaseAudit.suspect();
+    });
     const offDead = this.events.on("cluster:heartbeat", (e) => {
       if (e.wasDeclaredDead) this.runtime?.dropBuffered("this node was declared dead by the cluster");
     });
@@ -291,6 +318,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     // The batched internals (claims, outcome flushes, wakeups) as spans, when asked for.
     const offInternals = tracing?.options.internals ? traceInternals(tracing, this.events) : null;
     this.offClusterEvents = () => {
+      offClaimFailed();
       offDead();
       offRecovered();
       offInternals?.();
@@ -317,6 +345,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       // mistaken for a death, and the node leaves the cluster once its last outcome is written.
       await this.clusterRef?.stopMaintenance();
       await this.signalSweeper?.stop();
+      await this.leaseAudit?.stop();
       const aborted = this.runtime ? await this.runtime.stop(graceMs) : 0;
       await this.clusterRef?.stop();
       await this.node.closeCoordinator();

@@ -92,7 +92,7 @@ export interface JobContextServices {
 }
 
 /**
- * The node's {@link JobContextServices}. A park that cannot be written (the database is down) falls back
+ * The node's {@link JobContextServices}; `parking` holds the ids of parks being written. A park that cannot be written (the database is down) falls back
  * to handing the job back through the outcome writer, which retries until it lands: the job runs again and
  * its handler parks it again, so it is neither lost nor held forever.
  */
@@ -101,15 +101,25 @@ export function contextServices(
   nodeId: string,
   writer: OutcomeSink,
   events: PawlEventEmitter,
+  parking?: Set<string>,
 ): JobContextServices {
   return {
     read: (jobId) => store.readComposition(jobId),
     park: (item, done) => {
+      // Until the park lands the row is still leased to this node: the lease audit must see it as held.
+      parking?.add(item.id);
       store.park(nodeId, [item]).then(
-        (ids) => done(ids.has(item.id)),
+        (ids) => {
+          parking?.delete(item.id);
+          done(ids.has(item.id));
+        },
         (error: unknown) => {
+          parking?.delete(item.id);
           events.emit("error", { where: "park for signal", error: toError(error) });
-          writer.reschedule({ id: item.id, delayMs: 1000 }, () => {});
+          writer.reschedule(
+            { id: item.id, delayMs: 1000, ...(item.lease ? { lease: item.lease } : {}) },
+            () => {},
+          );
         },
       );
     },

@@ -108,6 +108,17 @@ export interface PawlEvents {
       status: "PENDING" | "DEAD";
     }[];
   };
+  /**
+   * A lease audit ran on this node (src/cluster/lease-audit.ts): `leased` rows were leased to it (older
+   * than the grace), and `released` of them, which nothing on the node held (a claim whose reply was
+   * lost), went back to PENDING.
+   */
+  "cluster:lease-audit": {
+    nodeId: string;
+    leased: number;
+    released: readonly { id: string; type: string }[];
+    durationMs: number;
+  };
   /** This node took a maintenance lease. */
   "cluster:lease-acquired": { name: string; nodeId: string; expiresAt: Date };
   /** This node lost a lease it held (renewal refused, or its deadline passed mid-work). */

@@ -13,6 +13,15 @@ const connectionStates = new Set([
   "57P03", // cannot_connect_now (starting up, shutting down, recovering)
 ]);
 
+/**
+ * SQLSTATEs of a server that cannot take writes now: a standby still in recovery, or a primary being
+ * demoted, reached through an endpoint that has not moved yet (a failover). The statement wrote nothing.
+ */
+const notWritableStates = new Set([
+  "25006", // read_only_sql_transaction (a hot standby, default_transaction_read_only)
+  "57P03", // cannot_connect_now (starting up, shutting down, recovering)
+]);
+
 /** Socket errors of a connection attempt: the statement was never sent. */
 const connectCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
@@ -32,13 +41,23 @@ export function connectionFailureKind(error: unknown): "connect" | "lost" | null
   if (!(error instanceof Error)) return null;
   const { code } = error as { code?: unknown };
   if (typeof code === "string") {
-    if (code === "57P03" || connectCodes.has(code)) return "connect";
+    if (notWritableStates.has(code) || connectCodes.has(code)) return "connect";
     // Class 08 is "connection exception" (08001 cannot establish, 08006 failure, ...).
     if (connectionStates.has(code) || socketCodes.has(code) || code.startsWith("08")) return "lost";
   }
   if (connectMessages.some((m) => m.test(error.message))) return "connect";
   if (lostMessages.some((m) => m.test(error.message))) return "lost";
   return null;
+}
+
+/**
+ * Whether a connection that returned `error` must be dropped rather than used again: its connection
+ * failed, or its server is read-only or recovering (25006, 57P03). After a failover such a server stays
+ * read-only for good, and a pool that kept the connection would hand out the old server for as long as the
+ * connection lived; a new connection goes wherever the endpoint points now.
+ */
+export function poisonsConnection(error: unknown): boolean {
+  return connectionFailureKind(error) !== null;
 }
 
 /** `error` as a {@link DatabaseUnavailableError} when it is a connection failure, else `error` itself. */

@@ -16,7 +16,7 @@ import type { EventEmitter } from "node:events";
 import type pg from "pg";
 import type { QueryConfig, QueryResult, QueryResultRow } from "pg";
 import { toError } from "../core/events.js";
-import { asDatabaseUnavailable } from "./connection-failure.js";
+import { asDatabaseUnavailable, poisonsConnection } from "./connection-failure.js";
 import type { Queryable } from "./sql.js";
 
 /**
@@ -100,6 +100,11 @@ export async function withHeldClient<T>(pool: pg.Pool, fn: (db: HeldClient) => P
   };
   try {
     return await fn(held);
+  } catch (error) {
+    // A statement refused by a read-only or recovering server (a failover in progress) leaves a healthy
+    // socket to the wrong server: it must not go back to the pool (pool.query drops its client on any error).
+    if (failure === undefined && poisonsConnection(error)) failure = toError(error);
+    throw error;
   } finally {
     // Released with the listener still attached: pg-pool adds its own idle listener inside release(),
     // and an error landing between a removal and that would again have nobody to hear it.

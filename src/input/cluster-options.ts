@@ -49,6 +49,18 @@ export interface ClusterOptions {
   clockSkewCheckIntervalMs?: number;
   /** A skew larger than this (either way) is logged as a warning and reported (ms). Default 1000. */
   clockSkewWarnMs?: number;
+  /**
+   * How often a node audits its own leases (ms): rows leased to it that it does not run (a claim committed
+   * but its reply was lost) go back to PENDING. The audit reads the live table (no index names the lease),
+   * so it runs rarely on its own; a failed claim brings it forward to `leaseAuditGraceMs` later.
+   * Default 60,000 (docs/fault-tolerance.md#lost-replies).
+   */
+  leaseAuditIntervalMs?: number;
+  /**
+   * How old a lease must be before the audit may release it, and how long after a failed claim the audit
+   * runs (ms): the time a released lease can stay stranded after the failure the node saw. Default 2000.
+   */
+  leaseAuditGraceMs?: number;
 }
 
 /** {@link ClusterOptions} with defaults applied. */
@@ -69,6 +81,8 @@ export const clusterOptionKeys = [
   "leaseTtlMs",
   "clockSkewCheckIntervalMs",
   "clockSkewWarnMs",
+  "leaseAuditIntervalMs",
+  "leaseAuditGraceMs",
 ] as const satisfies readonly (keyof ClusterOptions)[];
 
 /** The defaults. */
@@ -86,6 +100,8 @@ export const defaultClusterOptions: ResolvedClusterOptions = {
   leaseTtlMs: 15 * second,
   clockSkewCheckIntervalMs: minute,
   clockSkewWarnMs: second,
+  leaseAuditIntervalMs: minute,
+  leaseAuditGraceMs: 2 * second,
 };
 
 /**
@@ -185,5 +201,12 @@ export function resolveClusterOptions(o: ClusterOptions = {}): ResolvedClusterOp
       maxMs,
     ),
     clockSkewWarnMs: intOption("clockSkewWarnMs", o.clockSkewWarnMs ?? d.clockSkewWarnMs, 0, maxMs),
+    leaseAuditIntervalMs: intOption(
+      "leaseAuditIntervalMs",
+      o.leaseAuditIntervalMs ?? d.leaseAuditIntervalMs,
+      100,
+      maxMs,
+    ),
+    leaseAuditGraceMs: intOption("leaseAuditGraceMs", o.leaseAuditGraceMs ?? d.leaseAuditGraceMs, 10, maxMs),
   };
 }

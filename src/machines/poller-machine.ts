@@ -25,6 +25,13 @@
  */
 import { and, assign, or, setup } from "xstate";
 import { backoffDelayMs } from "../logic/backoff.js";
+
+/**
+ * The longest wait between two claims while they fail (ms). It bounds how long after the database comes
+ * back (a restart, a failover's promotion) a node claims again: a claim every 5 s of an outage costs the
+ * database nothing, and with 30 s, as before, a failover of 8 s left nodes idle for 16 s after it.
+ */
+export const claimErrorBackoffMaxMs = 5000;
 import { capDelay, dueEndsWaitSooner } from "../logic/due-times.js";
 
 /** The poller's context. */
@@ -177,7 +184,7 @@ export const pollerMachine = setup({
               const delayMs = backoffDelayMs(context.consecutiveErrors + 1, {
                 baseMs: 500,
                 factor: 2,
-                maxMs: 30_000,
+                maxMs: claimErrorBackoffMaxMs,
                 jitter: 0,
               });
               return {

@@ -31,6 +31,7 @@ import type { JobType } from "./registry.js";
 import type { ResolvedRuntimeOptions } from "../input/runtime-config.js";
 import { SlotPool } from "./claim/slot-pool.js";
 import { WatchdogArming } from "./attempt/watchdog-arming.js";
+import type { ClaimedJob } from "../store/claim/claim-jobs.js";
 
 /** What the runtime is built from. */
 export interface NodeRuntimeDeps {
@@ -71,7 +72,7 @@ export interface NodeLinks {
   /** Whether the node drains. */
   draining(): boolean;
   /** Hands claimed jobs back to PENDING, attempt not counted. */
-  handBack(jobs: readonly { id: string }[]): void;
+  handBack(jobs: readonly ClaimedJob[]): void;
 }
 
 /** The node's parts, built once by {@link buildNodeParts}. */

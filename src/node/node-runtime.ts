@@ -23,6 +23,7 @@ import type { DueNotes, DueRow } from "./claim/due-notes.js";
 import type { SlotPool } from "./claim/slot-pool.js";
 import { taskImplementations, type TaskHost } from "./task-implementations.js";
 import type { Claimer } from "../store/claim/claimer.js";
+import type { ClaimedJob } from "../store/claim/claim-jobs.js";
 import type { BreakerGate } from "./breaker-gate.js";
 import type { Buffered, LaneView, NodeLanes } from "./claim/lanes.js";
 import type { ClaimCycle } from "./claim/claim-cycle.js";
@@ -54,6 +55,8 @@ export class NodeRuntime {
   readonly rates: RateGate;
   /** Attempts in flight by job id. */
   private readonly runs = new Map<string, JobRun>();
+  /** Jobs whose park (`ctx.waitForSignal()`) is being written: still leased to this node until it lands. */
+  private readonly parking = new Set<string>();
   private stopping: Promise<number> | null = null;
   private readonly marks: BufferMarks;
   /** The poller's claims (stop waits for every one in flight). */
@@ -141,6 +144,7 @@ export class NodeRuntime {
       runById: (jobId) => this.runs.get(jobId),
       sendToSlot: (slot, event) => this.actor(`slot-${slot}`)?.send(event),
       finish: (run, outcome) => this.finish(run, outcome),
+      parking: this.parking,
       claim: () => this.claims.claim(),
       pump: () => this.pump(),
       hasRoom: () => this.room() > 0,
@@ -273,6 +277,23 @@ export class NodeRuntime {
     return n;
   }
 
+  /**
+   * The ids of every job this node holds a lease on in memory: running, buffered, with an outcome or a park
+   * not written yet. What the lease audit (src/cluster/lease-audit.ts) compares the database with.
+   */
+  heldIds(): Set<string> {
+    const ids = new Set<string>(this.runs.keys());
+    this.lanes.collectIds(ids);
+    this.writer.collectHeld(ids);
+    for (const id of this.parking) ids.add(id);
+    return ids;
+  }
+
+  /** Settles once the claims in flight now have been handled; null when none is. */
+  claimsInFlight(): Promise<void> | null {
+    return this.claims.inFlight();
+  }
+
   /** The poller's `dispatch` effect, and what runs whenever a slot frees: start buffered jobs. */
   pump(): void {
     while (this.slots.free > 0 && !this.draining) {
@@ -397,8 +418,12 @@ export class NodeRuntime {
   }
 
   /** Claimed jobs that will not run here go back to PENDING, attempt not counted (guarded like every outcome). */
-  private handBack(jobs: readonly { id: string }[]): void {
-    for (const job of jobs) this.writer.reschedule({ id: job.id, delayMs: 0 }, () => {});
+  private handBack(jobs: readonly ClaimedJob[]): void {
+    for (const job of jobs)
+      this.writer.reschedule(
+        { id: job.id, lease: { attempt: job.attempt, scheduledAtMs: job.scheduledAtMs }, delayMs: 0 },
+        () => {},
+      );
   }
 
   private abortRunning(): number {

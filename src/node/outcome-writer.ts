@@ -12,6 +12,14 @@
  *   handler's (result null, a fixed error record, a clamped delay) and reported as an `error`. Values go
  *   through `logic/outcome-json.ts` first, so this is defence in depth: it should not happen.
  *
+ * **A lost reply** (the connection broke after the statement was sent: a reset, a pooler restart, a
+ * failover) is the transient case whose first try may have committed. Sending it again is safe because
+ * every outcome names the lease it ends (`store/jobs/lease-sql.ts`, `LeaseToken`): the second statement
+ * finds the row no longer under that lease and changes nothing, even when this node has claimed the row
+ * again meanwhile. An outcome that the resend finds already gone is reported as landed (its first try is
+ * the only write that can have ended that lease while this node held it; a cancel racing the lost reply
+ * is the exception, and its row is CANCELED either way).
+ *
  * Progress (`ctx.progress`) goes through here too, so it can never land after its job's outcome: each
  * job's values are throttled (`logic/progress-throttle.ts`, only the newest is kept), a waiting value is
  * released when the job's outcome is queued, and a flush writes its progress batch (one statement) before
@@ -26,6 +34,7 @@ import type { OutcomeSink } from "../store/outcomes/outcome-sink.js";
 import { backoffDelayMs } from "../logic/backoff.js";
 import { storableDelayMs, type ErrorInfo } from "../logic/outcome-json.js";
 import { writeFailure } from "../logic/write-failure.js";
+import { connectionFailureKind } from "../db/connection-failure.js";
 import { progressWriteDelay } from "../logic/progress-throttle.js";
 import type { ProgressWrite } from "../store/outcomes/progress-sql.js";
 
@@ -42,6 +51,8 @@ interface Entry<K extends Kind = Kind> {
   item: Items[K];
   done: Done;
   fallback?: boolean;
+  /** A write of it failed after the statement may have reached the database (see the module comment). */
+  maybeLanded?: boolean;
 }
 type Queues = { [K in Kind]: Entry<K>[] };
 const kinds = ["complete", "retry", "kill", "reschedule"] as const;
@@ -86,6 +97,8 @@ export class OutcomeWriter implements OutcomeSink {
   private size = 0;
   /** Outcomes in the flush being written. */
   private inFlight = 0;
+  /** The flush being written, while one is. */
+  private writing: Queues | null = null;
   private flushed: (() => void) | null = null;
   private timer: TimerHandle | null = null;
   private flushing: Promise<void> | null = null;
@@ -120,6 +133,16 @@ export class OutcomeWriter implements OutcomeSink {
    */
   get backlog(): number {
     return this.size + this.inFlight;
+  }
+
+  /**
+   * Adds to `into` the id of every job whose outcome is queued or being written: this node still holds its
+   * lease (the lease audit must not release it, src/cluster/lease-audit.ts).
+   */
+  collectHeld(into: Set<string>): void {
+    for (const queues of this.writing ? [this.queues, this.writing] : [this.queues]) {
+      for (const kind of kinds) for (const e of queues[kind] as Entry[]) into.add(e.item.id);
+    }
   }
 
   /** Calls `fn` after every flush (the runtime resumes claiming once the backlog is down). */
@@ -247,6 +270,15 @@ export class OutcomeWriter implements OutcomeSink {
 
   private async flush(): Promise<void> {
     const q = this.take();
+    this.writing = q;
+    try {
+      await this.flushTaken(q);
+    } finally {
+      this.writing = null;
+    }
+  }
+
+  private async flushTaken(q: Queues): Promise<void> {
     const progressError = await this.writeProgress();
     if (progressError !== null) {
       // Outcomes wait for the progress ahead of them (see the module comment), so they go back too.
@@ -262,6 +294,8 @@ export class OutcomeWriter implements OutcomeSink {
       const { again, error } = results[i]!;
       if (again.length === 0) return;
       failed = error;
+      // Sent, and then the connection broke: the statement may have committed (see the module comment).
+      if (connectionFailureKind(error) !== "connect") for (const e of again) e.maybeLanded = true;
       this.requeue(kind, again);
     });
     if (failed === null) {
@@ -335,7 +369,7 @@ export class OutcomeWriter implements OutcomeSink {
     }
     for (const e of entries) {
       try {
-        e.done(held.has(e.item.id));
+        e.done(held.has(e.item.id) || e.maybeLanded === true);
       } catch (error) {
         this.onError(error); // a callback's failure is not the write's: the outcome has landed
       }

@@ -77,6 +77,8 @@ export interface TaskHost {
   sendToSlot(slot: number, event: JobTaskEvent): void;
   /** The job task's `finish`: records the outcome and frees the slot. */
   finish(run: JobRun, outcome: TaskOutcome): void;
+  /** Ids of jobs whose park is being written (the node still holds their lease; the lease audit reads it). */
+  parking: Set<string>;
   /** The poller's `claim`. */
   claim(): void;
   /** The poller's `dispatch`: starts buffered jobs in free slots. */
@@ -92,7 +94,7 @@ export function taskImplementations(host: TaskHost) {
   const { clock, events, logger, options, store, runOf } = host;
   const send = (run: JobRun, event: JobTaskEvent) => host.sendToSlot(run.slot, event);
   // What a handler's ctx.waitForSignal() and ctx.flow() read, and where a "wait" outcome parks the job.
-  const services = contextServices(store, host.nodeId, host.outcomes, events);
+  const services = contextServices(store, host.nodeId, host.outcomes, events, host.parking);
   const { rates } = host;
 
   const settle = (run: JobRun, outcome: TaskOutcome) => {

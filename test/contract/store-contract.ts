@@ -122,6 +122,46 @@ export function describeStoreContract(name: string, fresh: () => Promise<StoreUn
       expect(await read("s")).toEqual(["PENDING", 0, null, null]);
     });
 
+    it("an outcome sent again after it landed changes nothing, even on the node's next lease of the row", async () => {
+      const ids = await seed([job("s", 10, 0), job("r", 10, 0)]);
+      const id = (l: string) => ids.get(l) as string;
+      const leaseOf = (j: { attempt: number; scheduledAtMs: number }) => ({
+        attempt: j.attempt,
+        scheduledAtMs: j.scheduledAtMs,
+      });
+      const claimOne = async (l: string) => {
+        const later = { ...claimArgs, now: new Date(t0 + minute) };
+        const [j] = (await store.claim({ ...later, limit: 2 })).filter((c) => c.id === id(l));
+        if (!j) throw new Error(`${l} was not claimed`);
+        return j;
+      };
+      const first = await store.claim({ ...claimArgs, limit: 2 });
+      const s1 = first.find((j) => j.id === id("s"))!;
+      const r1 = first.find((j) => j.id === id("r"))!;
+      // A hand-back and a retry land (their replies, in the case this stands for, were lost) ...
+      const handBack = { id: id("s"), delayMs: 0, lease: leaseOf(s1) };
+      const retry = { id: id("r"), delayMs: 0, error, lease: leaseOf(r1) };
+      expect(await store.reschedule("n1", [handBack])).toEqual(new Set([id("s")]));
+      expect(await store.retry("n1", [retry])).toEqual(new Set([id("r")]));
+      // ... the same node claims both rows again: the hand-back's row even has the same attempt number ...
+      const s2 = await claimOne("s");
+      expect(s2.attempt).toBe(s1.attempt);
+      const r2 = (await store.get(id("r")))!;
+      expect(r2.pickedBy).toBe("n1");
+      // ... and the writes sent again find a lease they do not name: nothing changes.
+      expect(await store.reschedule("n1", [handBack])).toEqual(new Set());
+      expect(await store.retry("n1", [retry])).toEqual(new Set());
+      expect(await store.complete("n1", [{ id: id("s"), resultJson: null, lease: leaseOf(s1) }])).toEqual(
+        new Set(),
+      );
+      expect((await store.get(id("s")))?.pickedBy).toBe("n1");
+      expect((await store.get(id("r")))?.attempts).toBe(2);
+      // The outcome of the lease the node runs now lands.
+      expect(await store.complete("n1", [{ id: id("s"), resultJson: null, lease: leaseOf(s2) }])).toEqual(
+        new Set([id("s")]),
+      );
+    });
+
     it("cancels: a running job's outcome no longer lands, and canceledAmong names it", async () => {
       const ids = await seed([job("x", 10, 0), job("y", 10, 0)]);
       await store.claim({ ...claimArgs, limit: 1 });

@@ -19,6 +19,7 @@ import type {
   Completion,
   Death,
   ErrorInfo,
+  OutcomeItem,
   Reschedule,
   Retry,
 } from "../../src/store/outcomes/finish-jobs.js";
@@ -169,7 +170,8 @@ export class InMemoryJobStore implements NodeStore {
   async reschedule(nodeId: string, items: readonly Reschedule[]): Promise<Set<string>> {
     return this.finish(nodeId, items, (j, i) => ({
       status: "PENDING",
-      scheduledTime: new Date(this.clock.now() + i.delayMs),
+      // As the SQL: at least a millisecond past the row's time, so the next lease's token differs.
+      scheduledTime: new Date(Math.max(this.clock.now() + i.delayMs, j.scheduledTime.getTime() + 1)),
       attempts: Math.max(0, j.attempts - 1),
       pickedBy: null,
       pickedAt: null,
@@ -300,7 +302,7 @@ export class InMemoryJobStore implements NodeStore {
   }
 
   /** Applies `change` to each item's row still RUNNING under `nodeId`; returns their ids (the SQL guard). */
-  private finish<I extends { id: string }>(
+  private finish<I extends OutcomeItem>(
     nodeId: string,
     items: readonly I[],
     change: (job: Job, item: I) => Partial<Job>,
@@ -309,6 +311,10 @@ export class InMemoryJobStore implements NodeStore {
     for (const item of items) {
       const j = this.jobs.get(item.id);
       if (!j || j.status !== "RUNNING" || j.pickedBy !== nodeId) continue;
+      // The lease guard of src/store/outcomes/finish-jobs.ts: an outcome ends only the lease it names.
+      const lease = item.lease;
+      if (lease && (j.attempts !== lease.attempt || j.scheduledTime.getTime() !== lease.scheduledAtMs))
+        continue;
       this.update(j, change(j, item));
       landed.add(j.id);
     }

@@ -12,6 +12,7 @@ import { resultJson, storableDelayMs, type ErrorInfo } from "../../logic/outcome
 import { describeThrown, thrownAsError, type ThrownDescription } from "../../core/thrown-value.js";
 import type { TaskOutcome } from "../../machines/job-task-machine.js";
 import type { OutcomeSink } from "../../store/outcomes/outcome-sink.js";
+import type { LeaseToken } from "../../store/jobs/lease-sql.js";
 import { Discard, isTimeoutCancellation, NonRetryableError, Snooze } from "./job-errors.js";
 import type { JobContext } from "./job-context.js";
 import type { JobRun } from "./job-run.js";
@@ -95,18 +96,29 @@ function fail(run: JobRun, raw: unknown, timedOut: boolean, deps: FinishDeps): "
   else if (run.claimed.attempt >= run.claimed.maxAttempts) reason = "exhausted";
   if (reason !== null) {
     const why = reason;
-    deps.writer.kill({ id: info.id, error: errorInfo(run, thrown, timedOut) }, (ok) => {
+    deps.writer.kill({ id: info.id, lease: leaseOf(run), error: errorInfo(run, thrown, timedOut) }, (ok) => {
       refused(ok);
       if (ok) deps.events.emit("job:dead", { job: info, error, reason: why, timedOut });
     });
     return "dead";
   }
   const delayMs = retryDelay(run, error, deps.random);
-  deps.writer.retry({ id: info.id, delayMs, error: errorInfo(run, thrown, timedOut) }, (ok) => {
-    refused(ok);
-    if (ok) deps.events.emit("job:retried", { job: info, error, delayMs, timedOut });
-  });
+  deps.writer.retry(
+    { id: info.id, lease: leaseOf(run), delayMs, error: errorInfo(run, thrown, timedOut) },
+    (ok) => {
+      refused(ok);
+      if (ok) deps.events.emit("job:retried", { job: info, error, delayMs, timedOut });
+    },
+  );
   return "retried";
+}
+
+/**
+ * The lease this attempt runs under, named by every outcome it writes, so an outcome sent twice (its first
+ * reply was lost) cannot land on a later lease of the same row (src/store/jobs/lease-sql.ts).
+ */
+export function leaseOf(run: JobRun): LeaseToken {
+  return { attempt: run.claimed.attempt, scheduledAtMs: run.claimed.scheduledAtMs };
 }
 
 function lostPayload(run: JobRun, outcome: string): PawlEvents["job:lost"] {
@@ -114,7 +126,7 @@ function lostPayload(run: JobRun, outcome: string): PawlEvents["job:lost"] {
 }
 
 function reschedule(run: JobRun, delayMs: number, deps: FinishDeps, done: (ok: boolean) => void): void {
-  deps.writer.reschedule({ id: run.info.id, delayMs: storableDelayMs(delayMs) }, done);
+  deps.writer.reschedule({ id: run.info.id, lease: leaseOf(run), delayMs: storableDelayMs(delayMs) }, done);
 }
 
 /** A hand-back without counting the attempt (the job never reached its handler): one write, one event. */
@@ -160,7 +172,7 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
       const durationMs = deps.now() - run.startedAt;
       // A result that cannot be stored must not fail a job that did its work: it is stored as null.
       deps.writer.complete(
-        { id: info.id, resultJson: resultJson(outcome.result) },
+        { id: info.id, lease: leaseOf(run), resultJson: resultJson(outcome.result) },
         canceledOr(() => deps.events.emit("job:succeeded", { job: info, durationMs })),
       );
       return "succeeded";
@@ -175,7 +187,7 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
       const raw = run.invalid ?? outcome.error;
       const thrown = describeThrown(raw);
       deps.writer.kill(
-        { id: info.id, error: errorInfo(run, thrown, false) },
+        { id: info.id, lease: leaseOf(run), error: errorInfo(run, thrown, false) },
         canceledOr(() =>
           deps.events.emit("job:dead", {
             job: info,
@@ -224,7 +236,7 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
       }
       const timeoutMs = outcome.timeoutMs;
       park(
-        { id: info.id, timeoutMs },
+        { id: info.id, lease: leaseOf(run), timeoutMs },
         canceledOr(() => deps.events.emit("job:waiting", { job: info, timeoutMs })),
       );
       return "waiting";

@@ -153,6 +153,17 @@ export class NodeLanes {
     return this.all.some((l) => l.buffer.some((item) => item.job.id === jobId));
   }
 
+  /** Adds the id of every buffered job to `into` (the lease audit's view of what this node holds). */
+  collectIds(into: Set<string>): void {
+    for (const l of this.all) {
+      // `some` is the buffer's only walk; a visitor that never matches visits every item.
+      l.buffer.some((item) => {
+        into.add(item.job.id);
+        return false;
+      });
+    }
+  }
+
   /** Empties every lane's buffer and returns what was in them. */
   takeAll(): Buffered[] {
     return this.all.flatMap((l) => l.buffer.takeAll());

@@ -11,6 +11,7 @@ import type { HistoryPartitionList } from "./history-partition-sql.js";
 import type { LockGrant, LockRow } from "./lock-sql.js";
 import type { DeadNode, HeartbeatRow, NodeInfo, NodeRow, NodeStatus } from "./node-sql.js";
 import type { RecoveredJob } from "./orphan-sql.js";
+import type { NodeLeases, ReleasedLease } from "./lease-audit-sql.js";
 import type { PrunableStatus } from "./prune-sql.js";
 import type { NewRecurring, RecurringRow } from "./recurring-sql.js";
 
@@ -55,7 +56,10 @@ export interface LeaseStore {
   listLocks(now?: Date | null): Promise<LockRow[]>;
 }
 
-/** Orphan recovery: the RUNNING jobs of nodes that stopped beating, and their permits. */
+/**
+ * Orphan recovery: the RUNNING jobs of nodes that stopped beating, and their permits; and the lease
+ * audit, a live node's own leases that nothing on it runs.
+ */
 export interface OrphanStore {
   /**
    * Recovers up to `limit` RUNNING jobs of dead nodes (heartbeat older than `thresholdMs`, or no row and
@@ -74,6 +78,13 @@ export interface OrphanStore {
   recoverNodeRows(nodeId: string, before: Date, limit: number, now?: Date | null): Promise<RecoveredJob[]>;
   /** Frees every resource permit `nodeId` holds; returns how many. */
   releaseNodePermits(nodeId: string): Promise<number>;
+  /**
+   * The lease audit's read (src/cluster/lease-audit.ts): the ids leased to `nodeId` picked more than
+   * `graceMs` before the database's now (or `now`), and that cutoff.
+   */
+  readNodeLeases(nodeId: string, graceMs: number, now?: Date | null): Promise<NodeLeases>;
+  /** Releases `nodeId`'s leases on `ids` taken before `cutoff` (attempt not counted); returns those released. */
+  releaseNodeLeases(nodeId: string, ids: readonly string[], cutoff: string): Promise<ReleasedLease[]>;
 }
 
 /** Pruning the finished jobs. */

@@ -31,6 +31,7 @@ import {
 } from "./node-sql.js";
 import { recoverNodeRows, recoverOrphans, type RecoveredJob } from "./orphan-sql.js";
 import { releaseNodePermits } from "./permits.js";
+import { readNodeLeases, releaseNodeLeases, type NodeLeases, type ReleasedLease } from "./lease-audit-sql.js";
 import { pruneBatch, type PrunableStatus } from "./prune-sql.js";
 import {
   addHistoryPartition,
@@ -157,6 +158,14 @@ export abstract class PostgresClusterStatements
 
   releaseNodePermits(nodeId: string): Promise<number> {
     return releaseNodePermits(this.db, this.tables, nodeId);
+  }
+
+  readNodeLeases(nodeId: string, graceMs: number, now: Date | null = null): Promise<NodeLeases> {
+    return readNodeLeases(this.db, this.tables, nodeId, graceMs, now);
+  }
+
+  releaseNodeLeases(nodeId: string, ids: readonly string[], cutoff: string): Promise<ReleasedLease[]> {
+    return releaseNodeLeases(this.db, this.tables, nodeId, ids, cutoff);
   }
 
   // Pruning.

@@ -21,13 +21,18 @@ import {
 } from "../jobs/return-to-pending.js";
 import type { ColumnValues } from "../jobs/finished-sql.js";
 import { idBatchParams, inIdBatchSql, valueAtRowSql } from "../jobs/id-batch-sql.js";
-import { clearLeaseSql, heldBySql } from "../jobs/lease-sql.js";
+import { clearLeaseSql, heldBySql, type LeaseToken } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
 /** A job to park: its id and how long it may wait (null: until a signal comes). */
 export interface Park {
   id: string;
   timeoutMs: number | null;
+  /**
+   * The lease the attempt ran under: a park that failed is handed back through the outcome writer guarded
+   * by it (src/composition/signals.ts), so a park that did commit is never undone by the hand-back.
+   */
+  lease?: LeaseToken;
 }
 
 /** Parks RUNNING jobs of `nodeId` (WAITING for a signal). Returns the ids that were still held. */

@@ -30,6 +30,29 @@ export function heldBySql(alias: string, node: string): string {
 }
 
 /**
+ * Which lease an outcome ends: the attempt number the claim counted and the row's `scheduled_time` (epoch
+ * ms, truncated as the claim reads it) at that claim. No claim changes `scheduled_time`, every path that
+ * ends a lease and lets the row be claimed again changes one of the two (a retry both, a reschedule, a park
+ * or an audit release the time or the count), so an outcome sent again after its first try's reply was lost
+ * can never land on a newer lease of the same row, even one this node took.
+ */
+export interface LeaseToken {
+  attempt: number;
+  scheduledAtMs: number;
+}
+
+/**
+ * The outcome writers' second guard: row `alias` is still the lease named by the SQL expressions `attempt`
+ * and `scheduledMs` (a {@link LeaseToken}'s fields); a NULL `attempt` names no lease and passes.
+ */
+export function leaseIsSql(alias: string, attempt: string, scheduledMs: string): string {
+  return (
+    `(${attempt} IS NULL OR (${alias}.attempts = ${attempt} ` +
+    `AND floor(extract(epoch FROM ${alias}.scheduled_time) * 1000)::bigint = ${scheduledMs}))`
+  );
+}
+
+/**
  * The status as users see it: RUNNING for a leased row, the stored status otherwise. Idempotent (a row of
  * scheduler_job_all already shows RUNNING, and no other stored status is changed), so it is safe over
  * either table or the view.

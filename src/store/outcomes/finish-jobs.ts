@@ -12,34 +12,40 @@
 import { errorRecordJson, type ErrorInfo } from "../../logic/outcome-json.js";
 import { insertFinishedSql } from "../jobs/finished-sql.js";
 import { idBatchParams, inIdBatchSql, valueAtRowSql } from "../jobs/id-batch-sql.js";
-import { clearLeaseSql, heldBySql } from "../jobs/lease-sql.js";
+import { clearLeaseSql, heldBySql, leaseIsSql, type LeaseToken } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 
-export type { ErrorInfo };
+export type { ErrorInfo, LeaseToken };
+
+/**
+ * What every outcome carries: the job's id and, from the node that ran it, the lease it ends. With the
+ * lease, the write lands only on that lease: a write sent again after a lost reply finds the row changed
+ * and does nothing (src/node/outcome-writer.ts). Without it (tools, tests), any lease of the node is ended.
+ */
+export interface OutcomeItem {
+  id: string;
+  lease?: LeaseToken;
+}
 
 /** A successful attempt. */
-export interface Completion {
-  id: string;
+export interface Completion extends OutcomeItem {
   /** The handler's result as `resultJson()` (logic/outcome-json.ts) serialised it, or null. */
   resultJson: string | null;
 }
 
 /** A failed attempt that will run again after `delayMs`. */
-export interface Retry {
-  id: string;
+export interface Retry extends OutcomeItem {
   delayMs: number;
   error: ErrorInfo;
 }
 
 /** A failed attempt that ends the job in the dead letter queue. */
-export interface Death {
-  id: string;
+export interface Death extends OutcomeItem {
   error: ErrorInfo;
 }
 
 /** An attempt handed back without counting it (snooze, shutdown, open breaker, saturated resource). */
-export interface Reschedule {
-  id: string;
+export interface Reschedule extends OutcomeItem {
   delayMs: number;
 }
 
@@ -56,17 +62,29 @@ async function ids(res: Promise<{ rows: { id: string }[] }>): Promise<Set<string
 /** What becomes of a SUCCEEDED row: `keep` moves it to the finished table, `delete` drops it. */
 export type SucceededRetention = "keep" | "delete";
 
-/**
- * The guarded delete of the rows a batch ends: RUNNING under the node (`node`), by id in the sorted id
- * array `$1` (../jobs/id-batch-sql.ts).
- */
-const endRunning = (t: Tables, node: string, returning: string): string =>
-  `DELETE FROM ${t.jobs} j
-       WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", node)}
-       RETURNING ${returning}`;
-
 /** The value of array parameter `param` for row `j` of a batch whose sorted ids are `$1`. */
 const valueOf = (param: string): string => valueAtRowSql("j", param, "$1::bigint[]");
+
+/**
+ * The guard of every outcome: row `j` is in the batch (sorted ids `$1`), RUNNING under the node (`node`),
+ * and still the lease its outcome names (attempts in array parameter `$<lease>`, scheduled times in the
+ * next one, see {@link leaseParams}).
+ */
+const heldLeaseSql = (node: string, lease: number): string =>
+  `${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", node)} AND ` +
+  leaseIsSql("j", valueOf(`$${lease}::int[]`), valueOf(`$${lease + 1}::bigint[]`));
+
+/** The two value columns of {@link heldLeaseSql}: each item's lease attempt and scheduled time, or nulls. */
+const leaseParams = [
+  (i: OutcomeItem): number | null => i.lease?.attempt ?? null,
+  (i: OutcomeItem): number | null => i.lease?.scheduledAtMs ?? null,
+];
+
+/** The guarded delete of the rows a batch ends ({@link heldLeaseSql}). */
+const endRunning = (t: Tables, node: string, lease: number, returning: string): string =>
+  `DELETE FROM ${t.jobs} j
+       WHERE ${heldLeaseSql(node, lease)}
+       RETURNING ${returning}`;
 
 /** A completion's result, from `$2`. */
 const newResult = `${valueOf("$2::jsonb[]")} AS new_result`;
@@ -95,7 +113,7 @@ export function completeJobs(
       ? named(
           t,
           "complete",
-          `WITH gone AS (${endRunning(t, "$3", `j.*, ${newResult}`)})
+          `WITH gone AS (${endRunning(t, "$5", 3, `j.*, ${newResult}`)})
            ${insertFinishedSql(t, "g", succeeded, "FROM gone g", "j.id")}`,
         )
       : named(
@@ -103,14 +121,14 @@ export function completeJobs(
           "complete_delete",
           // Only flow rows carry the whole row out of the DELETE (as one composite, NULL for the others).
           `WITH gone AS (
-             ${endRunning(t, "$3", `j.id, CASE WHEN j.flow_id IS NOT NULL THEN j END AS r, ${newResult}`)}
+             ${endRunning(t, "$5", 3, `j.id, CASE WHEN j.flow_id IS NOT NULL THEN j END AS r, ${newResult}`)}
            ),
            kept AS (
              ${insertFinishedSql(t, "(g.r)", succeeded, "FROM gone g WHERE (g.r).id IS NOT NULL")}
            )
            SELECT id FROM gone`,
         );
-  return ids(db.query(stmt([...idBatchParams(items, (i) => i.resultJson), nodeId])));
+  return ids(db.query(stmt([...idBatchParams(items, (i) => i.resultJson, ...leaseParams), nodeId])));
 }
 
 /** Puts failed jobs back to PENDING after their backoff, recording the error. */
@@ -127,7 +145,7 @@ export function retryJobs(
     `UPDATE ${t.jobs} j
      SET scheduled_time = now() + ${valueOf("$2::bigint[]")} * interval '1 millisecond',
          errors = ${appendError("j.errors", valueOf("$3::jsonb[]"))}, ${clearLeaseSql}, updated_at = now()
-     WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$4")}
+     WHERE ${heldLeaseSql("$6", 4)}
      RETURNING j.id`,
   );
   return ids(
@@ -137,6 +155,7 @@ export function retryJobs(
           items,
           (i) => i.delayMs,
           (i) => errorRecordJson(i.error),
+          ...leaseParams,
         ),
         nodeId,
       ]),
@@ -155,7 +174,7 @@ export function killJobs(
   const stmt = named(
     t,
     "kill",
-    `WITH gone AS (${endRunning(t, "$3", `j.*, ${valueOf("$2::jsonb[]")} AS new_err`)})
+    `WITH gone AS (${endRunning(t, "$5", 3, `j.*, ${valueOf("$2::jsonb[]")} AS new_err`)})
      ${insertFinishedSql(
        t,
        "g",
@@ -169,7 +188,9 @@ export function killJobs(
        "j.id",
      )}`,
   );
-  return ids(db.query(stmt([...idBatchParams(items, (i) => errorRecordJson(i.error)), nodeId])));
+  return ids(
+    db.query(stmt([...idBatchParams(items, (i) => errorRecordJson(i.error), ...leaseParams), nodeId])),
+  );
 }
 
 /**
@@ -186,11 +207,14 @@ export function rescheduleJobs(
   const stmt = named(
     t,
     "reschedule",
+    // At least a millisecond past the row's time, so the lease token (attempt, scheduled ms) of the next
+    // claim differs from this one's even though the attempt count comes back to the same number.
     `UPDATE ${t.jobs} j
-     SET scheduled_time = now() + ${valueOf("$2::bigint[]")} * interval '1 millisecond',
+     SET scheduled_time = greatest(now() + ${valueOf("$2::bigint[]")} * interval '1 millisecond',
+                                   j.scheduled_time + interval '1 millisecond'),
          attempts = greatest(0, j.attempts - 1), ${clearLeaseSql}, updated_at = now()
-     WHERE ${inIdBatchSql("j", "$1::bigint[]")} AND ${heldBySql("j", "$3")}
+     WHERE ${heldLeaseSql("$5", 3)}
      RETURNING j.id`,
   );
-  return ids(db.query(stmt([...idBatchParams(items, (i) => i.delayMs), nodeId])));
+  return ids(db.query(stmt([...idBatchParams(items, (i) => i.delayMs, ...leaseParams), nodeId])));
 }

@@ -306,7 +306,7 @@ describe("the wait outcome", () => {
   const runWith = (services: JobContextServices | undefined) => {
     const ctx = new JobContext("9", "t", 1, 3, Date.now() + 1000, silentLogger, "n", services);
     return {
-      claimed: { attempt: 1, maxAttempts: 3 },
+      claimed: { attempt: 1, maxAttempts: 3, scheduledAtMs: 1234 },
       type: { retry: {} },
       info,
       ctx,
@@ -357,7 +357,8 @@ describe("the wait outcome", () => {
         breakerResult: () => {},
       },
     );
-    expect(parked).toEqual([{ id: "9", timeoutMs: 500 }]);
+    // The park names the lease, so its fallback hand-back cannot undo a park that landed.
+    expect(parked).toEqual([{ id: "9", timeoutMs: 500, lease: { attempt: 1, scheduledAtMs: 1234 } }]);
     expect(writes).toEqual([]);
     expect(seen).toEqual([{ job: info, timeoutMs: 500 }]);
   });

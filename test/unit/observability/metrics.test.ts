@@ -253,6 +253,15 @@ describe("counting the runtime's events", () => {
         { id: "3", type: "a", nodeId: "n2", attempt: 1, status: "PENDING" },
       ],
     });
+    events.emit("cluster:lease-audit", {
+      nodeId: "n1",
+      leased: 5,
+      released: [
+        { id: "7", type: "a" },
+        { id: "8", type: "a" },
+      ],
+      durationMs: 3,
+    });
     events.emit("cluster:lease-acquired", { name: "pawl:prune", nodeId: "n1", expiresAt: at });
     events.emit("cluster:lease-lost", { name: "pawl:prune", nodeId: "n1", reason: "expired" });
     events.emit("cluster:clock-skew", { skewMs: -1500, roundTripMs: 2, exceeded: true });
@@ -275,6 +284,7 @@ describe("counting the runtime's events", () => {
     expect(s.get("pawl_cluster_nodes_declared_dead_total")).toBe(1);
     expect(s.get(key("pawl_cluster_orphans_recovered_total", { type: "a", status: "pending" }))).toBe(2);
     expect(s.get(key("pawl_cluster_orphans_recovered_total", { type: "a", status: "dead" }))).toBe(1);
+    expect(s.get(key("pawl_cluster_lease_audit_released_total", { type: "a" }))).toBe(2);
     expect(s.get(key("pawl_cluster_leases_acquired_total", { lease: "pawl:prune" }))).toBe(1);
     expect(s.get(key("pawl_cluster_leases_lost_total", { lease: "pawl:prune" }))).toBe(1);
     expect(s.get("pawl_cluster_clock_skew_seconds")).toBe(-1.5);
