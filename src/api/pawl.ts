@@ -84,6 +84,10 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
   private readonly offConnectionFaults: () => void;
 
+  /**
+   * @deprecated Use `createPawl(config)`, the one documented way to make a node; this constructor stays
+   *   for existing code and will be removed in a later major release.
+   */
   constructor(config: PawlConfig = {}) {
     // Resolved once, here, and handed to the client with the hooks, which must exist before it does.
     const resolved = resolveConfig(config);

@@ -33,6 +33,7 @@ const repoPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
   peerDependencies: Record<string, string>;
 };
 const optionalPeers = [
+  "@types/pg",
   "@electric-sql/pglite",
   "@electric-sql/pglite-socket",
   "@opentelemetry/api",
@@ -124,7 +125,7 @@ beforeAll(async () => {
       "--no-fund",
       "--prefer-offline",
       join(tmp, packed.filename),
-      `pg@${repoPackage.dependencies.pg}`,
+      `pg@${repoPackage.devDependencies.pg}`,
     ],
     app,
     240_000,
@@ -172,7 +173,8 @@ describe("the tarball", () => {
     }
     for (const peer of optionalPeers) expect(existsSync(join(app, "node_modules", peer)), peer).toBe(false);
     const installed = JSON.parse(readFileSync(join(app, "node_modules/pawl/package.json"), "utf8"));
-    expect(Object.keys(installed.peerDependencies).sort()).toEqual(optionalPeers);
+    // pg is the one required peer: the application's own copy, shared (docs/guide/modules.md).
+    expect(Object.keys(installed.peerDependencies).sort()).toEqual([...optionalPeers, "pg"].sort());
     for (const peer of optionalPeers)
       expect(installed.peerDependenciesMeta[peer]).toEqual({ optional: true });
   });
@@ -310,7 +312,7 @@ export const coordinator: Promise<Coordinator> = createCoordinator("none", {
     expect(wrong.stdout).toContain("TS2322");
   });
 
-  it("names prom-client when pawl/observability is imported without it, then scrapes metrics once installed, and names @statelyai/inspect for the Stately bridge", async () => {
+  it("names prom-client when createMetrics is called without it, then scrapes metrics once installed, and names @statelyai/inspect for the Stately bridge", async () => {
     writeFileSync(
       join(app, "metrics.mjs"),
       `import { createPawl } from "pawl";
