@@ -94,8 +94,11 @@ async function buildOnce(): Promise<void> {
       mkdirSync(lock);
       break;
     } catch {
+      // A lock older than any build is left by a run that was killed mid-build: take it over.
+      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 300_000)
+        rmSync(lock, { recursive: true, force: true });
       // Another file is building: wait for its lock to go, polling the file system (nothing to await).
-      await new Promise((r) => setTimeout(r, 500));
+      else await new Promise((r) => setTimeout(r, 500));
     }
   }
   try {
