@@ -417,7 +417,11 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     return this.clusterRef;
   }
 
-  /** @internal The running node runtime (tests, observability). */
+  /**
+   * The running node runtime, or null before start(): what `pawl/observability`'s inspector and Stately
+   * bridge read. Not for application code; it stays in the declarations (not stripped as internal) as those
+   * public functions take a Pawl by this member.
+   */
   get nodeRuntime(): NodeRuntime | null {
     return this.runtime;
   }

@@ -213,7 +213,7 @@ describe("TypeScript", () => {
 import { createClient, type EnqueueOptions } from "pawl/client";
 import { drain } from "pawl/testing";
 import { createCoordinator, type Coordinator } from "pawl/coordinators";
-import { createMetrics, type PawlMetrics } from "pawl/observability";
+import { createConsole, createInspector, createMetrics, type PawlMetrics } from "pawl/observability";
 import type pg from "pg";
 
 const pawl = createPawl({ schema: "pawl" });
@@ -224,6 +224,9 @@ export const enqueued = pawl.enqueue("email.send", { to: "a@b.c" }, options);
 export const drained: typeof drain = drain;
 export const coordinator: Promise<Coordinator> = createCoordinator("none", { nodeId: "n", connectionString: "postgres://x", schema: "pawl" });
 export const metrics: () => PawlMetrics = () => createMetrics(pawl);
+// The observability functions take a node as the declarations describe it (stripInternal must leave
+// what they read).
+export const views = () => [createInspector(pawl), createConsole(pawl)];
 export const pool = (p: pg.Pool) => createPawl({ pool: p });
 `;
   const check = async (name: string, options: Record<string, string>, files: Record<string, string>) => {
