@@ -20,7 +20,11 @@ const layers = [
   { name: "node", path: "^src/node/", why: "the node's runtime: lanes, attempts, outcome writes" },
   { name: "cluster", path: "^src/cluster/", why: "background services" },
   { name: "api", path: "^src/api/", why: "createPawl, the client, hooks, waitFor" },
-  { name: "entry", path: "^src/index\\.ts$", why: "the public API" },
+  {
+    name: "entry",
+    path: "^src/index\\.ts$|^src/client/index\\.ts$",
+    why: "the public API: pawl and pawl/client",
+  },
   [
     { name: "cli", path: "^src/cli/", why: "the pawl command" },
     { name: "testing", path: "^src/testing/", why: "pawl/testing" },

@@ -66,6 +66,22 @@ export default tseslint.config(
       ],
     },
   },
+  // A CommonJS bundle (esbuild --format=cjs) leaves import.meta empty; the package reads it in one place,
+  // which falls back safely (src/core/module-location.ts).
+  {
+    files: ["src/**/*.ts", "coordinators/**/*.ts", "observability/**/*.ts"],
+    ignores: ["src/core/module-location.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "MetaProperty[meta.name='import']",
+          message:
+            "import.meta is empty in a CommonJS bundle: use moduleLocation() (src/core/module-location.ts)",
+        },
+      ],
+    },
+  },
   ...["postgres", "amqp", "hazelcast", "in-memory", "none"].map((name) =>
     restrict(
       [`coordinators/${name}/**/*.ts`],

@@ -144,11 +144,8 @@ export async function createCoordinator(
       return new InMemoryCoordinator(parsed, common);
     }
     case "postgres": {
-      const { PostgresCoordinator } = await importOptional(
-        "pg-listen",
-        "the postgres coordinator",
-        () => import("./postgres/postgres-coordinator.js"),
-      );
+      await importOptional("pg-listen", "the postgres coordinator", () => import("pg-listen"));
+      const { PostgresCoordinator } = await import("./postgres/postgres-coordinator.js");
       return new PostgresCoordinator(
         {
           connectionString: parsed.connectionString ?? options.connectionString,
@@ -158,19 +155,13 @@ export async function createCoordinator(
       );
     }
     case "amqp": {
-      const { AmqpCoordinator } = await importOptional(
-        "amqplib",
-        "the amqp coordinator",
-        () => import("./amqp/amqp-coordinator.js"),
-      );
+      await importOptional("amqplib", "the amqp coordinator", () => import("amqplib"));
+      const { AmqpCoordinator } = await import("./amqp/amqp-coordinator.js");
       return new AmqpCoordinator(parsed, common);
     }
     case "hazelcast": {
-      const { HazelcastCoordinator } = await importOptional(
-        "hazelcast-client",
-        "the hazelcast coordinator",
-        () => import("./hazelcast/hazelcast-coordinator.js"),
-      );
+      await importOptional("hazelcast-client", "the hazelcast coordinator", () => import("hazelcast-client"));
+      const { HazelcastCoordinator } = await import("./hazelcast/hazelcast-coordinator.js");
       return new HazelcastCoordinator(parsed, common);
     }
   }

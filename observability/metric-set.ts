@@ -6,7 +6,7 @@
  *
  * This file only declares; metrics.ts fills the metrics from the runtime's events and snapshots.
  */
-import { Counter, Gauge, Histogram, type Registry } from "./prom-client.js";
+import { promClient, type Counter, type Registry } from "./prom-client.js";
 import { TypeHistogram, type TypeTally } from "./hot-path.js";
 
 export { breakerStates, jobOutcomes, pollingModes, queueStatuses, type JobOutcome } from "./metric-labels.js";
@@ -52,6 +52,7 @@ export type CoordinatorCounterKey =
 
 /** Builds every metric on `registry`. Throws (prom-client) when a name is already registered there. */
 export function buildMetricSet(registry: Registry, prefix: string, c: Collectors, tally: TypeTally) {
+  const { Counter, Gauge, Histogram } = promClient();
   const registers = [registry];
   const names: string[] = [];
   const named = (name: string) => {

@@ -8,7 +8,7 @@
  * what it emits. Every name is declared in metric-set.ts.
  */
 import type { HealthReport } from "../src/logic/health.js";
-import { collectDefaultMetrics, Registry } from "./prom-client.js";
+import { promClient, type Registry } from "./prom-client.js";
 import { releaseInfo, type ActorNode, type ActorTree } from "../src/index.js";
 import type { JobCount } from "../src/store/jobs/read-jobs.js";
 import type { ConcurrencyKeys, ConcurrencyKeysBounds } from "../src/store/operator/concurrency-keys-sql.js";
@@ -108,13 +108,15 @@ function nonNegativeInt(name: string, value: number | undefined, fallback: numbe
  * createServer(metricsHandler(metrics)).listen(9464);
  * // on shutdown: metrics.close();
  * ```
- * @throws TypeError for a bad option; prom-client's Error when the registry already holds these names.
+ * @throws TypeError for a bad option; MissingDependencyError when prom-client is not installed;
+ *   prom-client's Error when the registry already holds these names.
  */
 export function createMetrics(pawl: MetricsSource, options: MetricsOptions = {}): PawlMetrics {
   const prefix = options.prefix ?? "pawl_";
   if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
     throw new TypeError(`createMetrics: invalid prefix ${JSON.stringify(prefix)}`);
   }
+  const { Registry, collectDefaultMetrics } = promClient();
   const registry = options.registry ?? new Registry();
   const timeoutMs = nonNegativeInt("readTimeoutMs", options.readTimeoutMs, 2000);
   const maxTypes = nonNegativeInt("queueDepthMaxTypes", options.queueDepthMaxTypes, 200);

@@ -19,6 +19,7 @@ import { createRequire } from "node:module";
 import type { ActorRefLike, AnyActorRef, AnyEventObject, InspectionEvent } from "xstate";
 import type * as StatelyInspect from "@statelyai/inspect";
 import { importOptional } from "../src/core/errors.js";
+import { moduleLocation } from "../src/core/module-location.js";
 import type { PawlEventName, PawlEvents } from "../src/index.js";
 import type { InspectableRuntime } from "./actor-view.js";
 import { redactUrl } from "../src/core/redact.js";
@@ -86,7 +87,7 @@ export async function loadStatelyModules(
 ): Promise<StatelyModules> {
   const lib = await importOptional("@statelyai/inspect", feature, load);
   // Resolved from the package's own folder, so it is found under pnpm's strict layout too.
-  const fromLib = createRequire(createRequire(import.meta.url).resolve("@statelyai/inspect"));
+  const fromLib = createRequire(createRequire(moduleLocation()).resolve("@statelyai/inspect"));
   const WebSocket = fromLib("ws") as WebSocketClass;
   return { createInspector: lib.createInspector, WebSocket };
 }

@@ -1,12 +1,15 @@
 /**
- * pawl's public API. Everything a user imports comes from here (and from `pawl/testing`,
- * `pawl/coordinators` and `pawl/observability`).
+ * pawl's public API. Everything a user imports comes from here (and from `pawl/client`, `pawl/testing`,
+ * `pawl/coordinators` and `pawl/observability`). Only what a user needs is exported: the store, the
+ * emitter, the resolved configuration and the pure explain logic are internal (etc/pawl.api.md is the
+ * reviewed surface; `npm run api:report` regenerates it).
  */
 import type { PawlConfig } from "./input/config.js";
 import { Pawl } from "./api/pawl.js";
 import type { PawlTasks } from "./input/task-map.js";
 
 export { PawlClient } from "./api/client.js";
+export { createClient } from "./api/create-client.js";
 export { Pawl } from "./api/pawl.js";
 export type { HealthOptions } from "./api/node-health.js";
 export type { HealthCheck, HealthCheckName, HealthReport, HealthStatus } from "./logic/health.js";
@@ -40,15 +43,14 @@ export type { RuntimeOptions } from "./input/runtime-config.js";
 export { JobContext } from "./node/attempt/job-context.js";
 export { Snooze, Discard, NonRetryableError, CancellationRequestedError } from "./node/attempt/job-errors.js";
 export { JobTimeoutError } from "./core/errors.js";
-export { PawlEventEmitter } from "./core/events.js";
 export type { PawlEvents, PawlEventName, JobEventInfo } from "./core/events.js";
 export type { ActorTree, ActorNode } from "./node/inspect.js";
 export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators/spi.js";
 export type { EnqueueItem, EnqueueArgs } from "./input/task-map.js";
 export type { DeadLetterQueue } from "./api/dead-letter-queue.js";
-export type { PawlConfig, ResolvedConfig } from "./input/config.js";
 export type { TracingOptions, TracerProviderLike } from "./input/tracing-options.js";
 export type { EnqueueOptions, PayloadValidator } from "./input/enqueue-input.js";
+export type { PawlConfig } from "./input/config.js";
 export {
   PawlError,
   ValidationError,
@@ -70,12 +72,8 @@ export type { Job, JobStatus, JobErrorRecord } from "./core/job.js";
 export type { EnqueuedJob } from "./store/jobs/enqueue-jobs.js";
 export type { SqlClient } from "./db/sql.js";
 export type { CancelResult } from "./store/jobs/cancel-job.js";
-export { JobStore } from "./store/postgres-job-store.js";
-export type { NodeStore } from "./store/job-store.js";
-export { PostgresJobStore } from "./store/postgres-job-store.js";
 export * from "./composition/index.js";
-export type { LaneView } from "./node/claim/lanes.js";
-export { ManualClock, systemClock } from "./core/clock.js";
+export { ManualClock } from "./core/clock.js";
 export type { Clock } from "./core/clock.js";
 export { consoleLogger, silentLogger, pinoLogger } from "./core/logger.js";
 export type { Logger, LogFields, HostLogger, PinoLike } from "./core/logger.js";
@@ -86,8 +84,8 @@ export type { EmbeddedLocation } from "./db/embedded/embedded-url.js";
 
 /**
  * Creates a pawl node: a {@link Pawl}, which enqueues and reads like a {@link PawlClient} and also runs
- * the handlers registered on it once started. Use `new PawlClient(config)` for a process that only
- * enqueues and reads. `Tasks` types its job types (README, "Typed jobs"): it defaults to the map declared
+ * the handlers registered on it once started. This is the one way to make a node (`new Pawl(config)` is
+ * deprecated). Use {@link createClient} (from `pawl/client`) for a process that only enqueues and reads. `Tasks` types its job types (README, "Typed jobs"): it defaults to the map declared
  * by augmenting {@link PawlTasks}; give it here to type this one instance instead.
  *
  * @example
@@ -115,7 +113,4 @@ export type {
   LockRow,
 } from "./cluster/index.js";
 export type { MissedFirePolicy } from "./logic/cron.js";
-export { explainJob } from "./logic/explain.js";
-export { describeReason } from "./logic/explain-text.js";
 export type { Explanation, ExplainReason } from "./logic/explain.js";
-export type { ExplainFacts, NodeRegistry } from "./logic/explain-facts.js";

@@ -11,7 +11,6 @@
  * rebuilds everything through the same single path. Publishing honours backpressure by dropping: when
  * `publish` returns false, hints are dropped until `drain`, since buffering stale wakeups helps nobody.
  */
-import amqp from "amqplib";
 import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from "amqplib";
 import { BaseCoordinator } from "../base-coordinator.js";
 import type { CoordinatorOptions } from "../coordinator-options.js";
@@ -49,6 +48,10 @@ export class AmqpCoordinator extends BaseCoordinator {
   }
 
   protected async open(): Promise<void> {
+    if (this.closed) return;
+    // Loaded here rather than by a static import: an ESM bundle (esbuild) hoists a static import of an
+    // external package to its top, so a worker that never chose this transport would need the package.
+    const { default: amqp } = await import("amqplib");
     if (this.closed) return;
     const { initialDelayMs, maxDelayMs } = this.options.reconnect;
     const connection = await amqp.connect(this.config.url, {

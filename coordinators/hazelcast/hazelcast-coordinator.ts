@@ -15,7 +15,7 @@
  * client logs every retry, and we report an outage once ourselves.
  */
 import { Socket } from "node:net";
-import hazelcast from "hazelcast-client";
+import type hazelcastModule from "hazelcast-client";
 import type { Client as HazelcastClient, ILogger, ITopic, LifecycleState, Message } from "hazelcast-client";
 import type { Logger } from "../../src/core/logger.js";
 import { BaseCoordinator } from "../base-coordinator.js";
@@ -63,6 +63,8 @@ export class HazelcastCoordinator extends BaseCoordinator {
   private subscribing = false;
   private inFlight = 0;
   private settleStart: (() => void) | undefined;
+  /** hazelcast-client, loaded by open() (before any lifecycle event can arrive). */
+  private lib: typeof hazelcastModule | undefined;
 
   constructor(input: HazelcastCoordinatorInput, options: CoordinatorOptions) {
     super("hazelcast", options);
@@ -70,6 +72,11 @@ export class HazelcastCoordinator extends BaseCoordinator {
   }
 
   protected async open(): Promise<void> {
+    if (this.closed) return;
+    // Loaded here rather than by a static import: an ESM bundle (esbuild) hoists a static import of an
+    // external package to its top, so a worker that never chose this transport would need the package.
+    const { default: hazelcast } = await import("hazelcast-client");
+    this.lib = hazelcast;
     if (this.closed) return;
     const firstConnection = new Promise<void>((resolve) => (this.settleStart = resolve));
     const { initialDelayMs, maxDelayMs } = this.options.reconnect;
@@ -127,7 +134,8 @@ export class HazelcastCoordinator extends BaseCoordinator {
   }
 
   private onLifecycle(state: LifecycleState): void {
-    if (this.closed) return;
+    const hazelcast = this.lib;
+    if (this.closed || hazelcast === undefined) return;
     if (state === hazelcast.LifecycleState.CONNECTED) {
       this.linkUp = true;
       this.generation++;

@@ -17,7 +17,7 @@
  * {@link PostgresCoordinator.inTransaction} offers the transactional path: the store runs `pg_notify`
  * inside the enqueuing transaction, so the hint is delivered at COMMIT and a rollback wakes nobody.
  */
-import pgListen from "pg-listen";
+import type pgListenModule from "pg-listen";
 import { BaseCoordinator } from "../base-coordinator.js";
 import { backoffDelay, withJitter, type CoordinatorOptions } from "../coordinator-options.js";
 import { encodeHint } from "../hint-codec.js";
@@ -30,7 +30,7 @@ import {
   type PostgresCoordinatorInput,
 } from "./postgres-config.js";
 
-type Subscriber = ReturnType<typeof pgListen.default>;
+type Subscriber = ReturnType<typeof pgListenModule.default>;
 
 /** How often a connection found deaf is probed again (it may have been a false verdict under load). */
 const DEAF_RECHECK_MS = 60_000;
@@ -117,6 +117,10 @@ export class PostgresCoordinator extends BaseCoordinator {
   }
 
   protected async open(): Promise<void> {
+    if (this.closed) return;
+    // Loaded here rather than by a static import: an ESM bundle (esbuild) hoists a static import of an
+    // external package to its top, so a worker that never chose this transport would need the package.
+    const { default: pgListen } = await import("pg-listen");
     if (this.closed) return;
     const subscriber = pgListen.default(
       {

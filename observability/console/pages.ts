@@ -2,7 +2,8 @@
  * The console's pages, each a function from what was read to HTML (the reads are in console.ts). Every
  * action is a form that only {@link actionForm} renders, and only when actions are on.
  */
-import { describeReason, type Explanation, type Job, type NodeStatus } from "../../src/index.js";
+import { type Explanation, type Job, type NodeStatus } from "../../src/index.js";
+import { describeReason } from "../../src/logic/explain-text.js";
 import type { ActorNode, ActorTree } from "../../src/index.js";
 import type { JobPreview } from "../../src/store/operator/job-preview-sql.js";
 import { actionForm, h, jsonBlock, raw, table, when, type Html, type PageContext } from "./html.js";

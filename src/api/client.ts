@@ -74,8 +74,10 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
   private waitCoordinatorPromise: Promise<Coordinator | null> | undefined;
 
   /**
+   * @deprecated Use `createClient(config)` (from `pawl/client` or `pawl`), the one documented way to make a
+   *   client; this constructor stays for existing code and will be removed in a later major release.
    * @param config Validated here; a bad value throws `ValidationError` naming the field.
-   * @param node `@internal` Passed by a node that extends the client: the configuration it already resolved
+   * @param node For pawl only (a user passes none): passed by a node that extends the client: the configuration it already resolved
    *   (then `config` is not read again) and its hooks.
    */
   constructor(config: PawlConfig = {}, node?: ClientNode) {

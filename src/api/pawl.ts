@@ -92,6 +92,10 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   /** Follows the heartbeat and the polls for {@link Pawl.health}. */
   private readonly healthProbe: HealthProbe;
 
+  /**
+   * @deprecated Use `createPawl(config)`, the one documented way to make a node; this constructor stays
+   *   for existing code and will be removed in a later major release.
+   */
   constructor(config: PawlConfig = {}) {
     // Resolved once, here, and handed to the client with the hooks, which must exist before it does.
     const resolved = resolveConfig(config);
@@ -489,7 +493,11 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     return this.clusterRef;
   }
 
-  /** @internal The running node runtime (tests, observability). */
+  /**
+   * The running node runtime, or null before start(): what `pawl/observability`'s inspector and Stately
+   * bridge read. Not for application code; it stays in the declarations (not stripped as internal) as those
+   * public functions take a Pawl by this member.
+   */
   get nodeRuntime(): NodeRuntime | null {
     return this.runtime;
   }

@@ -8,7 +8,7 @@
 import { SchemaVersionError } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
 import { schemaVerdict, schemaVerdictMessage, type SchemaVerdict } from "../logic/schema-compat.js";
-import { pawlVersion } from "../cluster/node-info.js";
+import { packageVersion } from "../core/package-version.js";
 import type { JobStore } from "../store/job-store.js";
 
 /**
@@ -26,7 +26,7 @@ export async function checkSchemaVersion(store: JobStore, logger: Logger): Promi
     unknownBreaking: status.unknownBreaking,
   };
   const verdict = schemaVerdict(facts);
-  const message = schemaVerdictMessage(verdict, facts, store.schema, pawlVersion());
+  const message = schemaVerdictMessage(verdict, facts, store.schema, packageVersion());
   if (message !== null) {
     throw new SchemaVersionError(
       verdict.kind === "behind" ? "SCHEMA_OUTDATED" : "SCHEMA_INCOMPATIBLE",
@@ -41,7 +41,7 @@ export async function checkSchemaVersion(store: JobStore, logger: Logger): Promi
     logger.info("the schema is newer than this release; its newer migrations are compatible", {
       schemaVersion: facts.schemaVersion,
       releaseSchemaVersion: facts.requiredVersion,
-      release: pawlVersion(),
+      release: packageVersion(),
     });
   }
   return verdict;

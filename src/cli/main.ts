@@ -16,7 +16,7 @@ import type { CliIo, Command, CommandContext } from "./command.js";
 import { commands } from "./commands/index.js";
 import { checkDatabaseUrl } from "./database-url.js";
 import { commandHelp, globalHelp, globalOptions, groupHelp } from "./help.js";
-import { packageVersion } from "./version.js";
+import { packageVersion } from "../core/package-version.js";
 
 /** The commands that run without the schema check: the one that fixes it, and those that read no database. */
 const schemaFree = new Set(["migrate", "inspect", "grants"]);

@@ -57,7 +57,7 @@ export interface ClientHooks {
 }
 
 /**
- * @internal What a node passes to the client it extends: the configuration it already resolved (so client
+ * For pawl only: what a node passes to the client it extends: the configuration it already resolved (so client
  * and node read one resolution) and its hooks.
  */
 export interface ClientNode {

@@ -2,6 +2,8 @@
  * Every error pawl throws on purpose is a {@link PawlError} with a stable `code`, so callers can branch on
  * the code instead of parsing messages. Input errors are thrown before anything is written.
  */
+import { createRequire } from "node:module";
+import { moduleLocation } from "./module-location.js";
 
 /** The stable codes of {@link PawlError}. */
 export type PawlErrorCode =
@@ -153,15 +155,38 @@ export async function importOptional<T>(
   try {
     return await load();
   } catch (error) {
-    const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-    const notFound = code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND";
-    // Node names the package in quotes: "Cannot find package 'amqplib' imported from ...".
-    const names =
-      typeof message === "string" &&
-      [`'${packageName}'`, `"${packageName}"`, `'${packageName}/`].some((q) => message.includes(q));
-    if (notFound && names) throw new MissingDependencyError(packageName, feature, { cause: error });
-    throw error;
+    throw missingDependencyOr(error, packageName, feature);
   }
+}
+
+/**
+ * The synchronous twin of {@link importOptional}, for a CommonJS optional peer that a synchronous API needs
+ * (prom-client for `createMetrics`): `require`d from pawl's own location, so it is found where an `import`
+ * from pawl would find it, and loaded when first used rather than by a top-level await, which would make
+ * the entry impossible to `require()` (ERR_REQUIRE_ASYNC_MODULE).
+ *
+ * @example
+ * ```ts
+ * const prom = requireOptional<typeof import("prom-client")>("prom-client", "pawl/observability");
+ * ```
+ */
+export function requireOptional<T>(packageName: string, feature: string): T {
+  try {
+    return createRequire(moduleLocation())(packageName) as T;
+  } catch (error) {
+    throw missingDependencyOr(error, packageName, feature);
+  }
+}
+
+/** A {@link MissingDependencyError} when `error` is "package `packageName` not found", else `error` itself. */
+function missingDependencyOr(error: unknown, packageName: string, feature: string): unknown {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  const notFound = code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND";
+  // Node names the package in quotes: "Cannot find package 'amqplib' imported from ...".
+  const names =
+    typeof message === "string" &&
+    [`'${packageName}'`, `"${packageName}"`, `'${packageName}/`].some((q) => message.includes(q));
+  return notFound && names ? new MissingDependencyError(packageName, feature, { cause: error }) : error;
 }
 
 /**

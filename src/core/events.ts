@@ -195,7 +195,12 @@ type Listener<E extends PawlEventName> = (payload: PawlEvents[E]) => void;
 export class PawlEventEmitter {
   private readonly listeners = new Map<PawlEventName, Set<Listener<never>>>();
 
-  /** Subscribes; returns the unsubscribe function. */
+  /**
+   * Subscribes; returns the unsubscribe function.
+   *
+   * @deprecated On `pawl.events`, subscribe with `pawl.on(name, listener)`, the one documented way (typed by
+   *   the task map); `pawl.events.next(...)` stays the way to await one event.
+   */
   on<E extends PawlEventName>(name: E, listener: Listener<E>): () => void {
     let set = this.listeners.get(name);
     if (!set) this.listeners.set(name, (set = new Set()));

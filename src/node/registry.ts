@@ -52,7 +52,12 @@ export interface RegisterOptions<P = unknown> {
    * own: at most this many jobs of one key run at once, across the cluster (docs/fairness.md).
    */
   concurrencyLimit?: number;
-  /** Errors for which this returns true go straight to DEAD (besides NonRetryableError and Discard). */
+  /**
+   * Errors for which this returns true go straight to DEAD (besides NonRetryableError and Discard).
+   *
+   * @deprecated Throw a `NonRetryableError` from the handler (wrap the error: `new NonRetryableError(e.message,
+   *   { cause: e })`), the one documented way to end a job without retries. This option still works.
+   */
   nonRetryable?: (error: Error) => boolean;
   /** @internal Type parameter carrier. */
   readonly __payload?: P;

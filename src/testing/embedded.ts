@@ -4,7 +4,8 @@
  * and SQL as production. Databases boot from a per-process template, so each costs about half a second
  * after the first.
  */
-import { Pawl } from "../api/pawl.js";
+import type { Pawl } from "../api/pawl.js";
+import { createPawl } from "../index.js";
 import type { PawlConfig } from "../input/config.js";
 import { silentLogger } from "../core/logger.js";
 import { EmbeddedPool } from "../db/embedded/embedded-pool.js";
@@ -65,7 +66,7 @@ export async function embeddedPawl<Tasks extends object = PawlTasks>(
   const db = database ?? (await embeddedDatabase());
   let pawl: Pawl<Tasks>;
   try {
-    pawl = new Pawl<Tasks>({ ...config, pool: db.pool });
+    pawl = createPawl<Tasks>({ ...config, pool: db.pool });
     await pawl.migrate();
   } catch (error) {
     if (database === undefined) await db.close();

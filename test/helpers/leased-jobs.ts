@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { JobStore } from "../../src/index.js";
+import type { JobStore } from "../../src/store/postgres-job-store.js";
 import { newJob } from "./new-job.js";
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The published package, as a user gets it: `npm pack` (which runs `prepare`, the build), then an install
+ * The published package, as a user gets it: `npm pack` (after the build: test/package/packed.ts), then an install
  * of the tarball into a fresh project that has only `pg` besides it. There a job runs through
  * `import { createPawl } from "pawl"` against the local PostgreSQL, `tsc` type-checks a consumer file
  * against the shipped declarations, the bin answers `--version` and `migrate --check`, the optional peers
@@ -8,31 +8,14 @@
  * Everything it creates (the temporary project, the tarball, its schema) is removed afterwards.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../helpers/db.js";
+import { ok, packTarball, repoPackage, root, sh, type Packed } from "./packed.js";
 
-const exec = promisify(execFile);
-const root = new URL("../../", import.meta.url).pathname;
-const repoPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
-  version: string;
-  dependencies: Record<string, string>;
-  devDependencies: Record<string, string>;
-  peerDependencies: Record<string, string>;
-};
 const optionalPeers = [
+  "@types/pg",
   "@electric-sql/pglite",
   "@electric-sql/pglite-socket",
   "@opentelemetry/api",
@@ -43,74 +26,18 @@ const optionalPeers = [
   "prom-client",
 ];
 
-// npm_* variables from an outer `npm test` (prefix, cache, lifecycle event) must not steer the inner npm.
-const env = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith("npm_")),
-) as NodeJS.ProcessEnv;
-env.DATABASE_URL = databaseUrl;
-
 const tmp = mkdtempSync(join(tmpdir(), "pawl-pack-"));
 const app = join(tmp, "app");
 const schema = uniqueSchema("pack");
 const pool = testPool(1);
 
-/** Runs a command; resolves with its exit code and output instead of throwing on a non-zero exit. */
-async function sh(file: string, args: string[], cwd: string, timeout = 120_000) {
-  try {
-    const { stdout, stderr } = await exec(file, args, { cwd, env, timeout, maxBuffer: 64 * 1024 * 1024 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: unknown; stdout?: string; stderr?: string; message: string };
-    if (typeof e.code !== "number") throw error;
-    return { code: e.code, stdout: e.stdout ?? "", stderr: e.stderr ?? e.message };
-  }
-}
-
-/** Like {@link sh}, but a non-zero exit fails with the command's output. */
-async function ok(file: string, args: string[], cwd: string, timeout?: number) {
-  const r = await sh(file, args, cwd, timeout);
-  if (r.code !== 0) throw new Error(`${file} ${args.join(" ")} exited ${r.code}\n${r.stdout}\n${r.stderr}`);
-  return r;
-}
-
 const node = (script: string, ...args: string[]) => ok(process.execPath, [script, ...args], app);
 const pawlBin = (...args: string[]) => sh(join(app, "node_modules/.bin/pawl"), args, app);
 
-let packed: { filename: string; files: { path: string }[]; size: number; unpackedSize: number };
-
-/** The newest modification time of the files under `dir` (recursively), or of `dir` if it is a file. */
-function newest(path: string): number {
-  if (!statSync(path).isDirectory()) return statSync(path).mtimeMs;
-  return Math.max(
-    0,
-    ...readdirSync(path, { recursive: true, encoding: "utf8" }).map((f) => statSync(join(path, f)).mtimeMs),
-  );
-}
-
-/**
- * Whether dist was built after every input of the build changed. CI's `npm ci` has just run `prepare`, so
- * there the pack skips a second build (the slowest step by far); anywhere else a stale dist is rebuilt.
- */
-function distIsFresh(): boolean {
-  const built = join(root, "dist/src/index.js");
-  if (!existsSync(built)) return false;
-  const inputs = [
-    "src",
-    "coordinators",
-    "observability",
-    "migrations",
-    "tsconfig.json",
-    "tsconfig.build.json",
-  ];
-  return inputs.every((p) => newest(join(root, p)) <= statSync(built).mtimeMs);
-}
+let packed: Packed;
 
 beforeAll(async () => {
-  // `npm pack` runs `prepare` (generate the migrations module, clean dist, tsc), as a publish would.
-  const scripts = distIsFresh() ? ["--ignore-scripts"] : [];
-  const pack = await ok("npm", ["pack", "--json", ...scripts, "--pack-destination", tmp], root, 240_000);
-  // Lifecycle output can precede the JSON report; the report is the last top-level array.
-  packed = (JSON.parse(pack.stdout.slice(pack.stdout.lastIndexOf("\n[") + 1)) as (typeof packed)[])[0]!;
+  packed = await packTarball(tmp);
   mkdirSync(app);
   writeFileSync(
     join(app, "package.json"),
@@ -124,7 +51,7 @@ beforeAll(async () => {
       "--no-fund",
       "--prefer-offline",
       join(tmp, packed.filename),
-      `pg@${repoPackage.dependencies.pg}`,
+      `pg@${repoPackage.devDependencies.pg}`,
     ],
     app,
     240_000,
@@ -172,7 +99,8 @@ describe("the tarball", () => {
     }
     for (const peer of optionalPeers) expect(existsSync(join(app, "node_modules", peer)), peer).toBe(false);
     const installed = JSON.parse(readFileSync(join(app, "node_modules/pawl/package.json"), "utf8"));
-    expect(Object.keys(installed.peerDependencies).sort()).toEqual(optionalPeers);
+    // pg is the one required peer: the application's own copy, shared (docs/guide/modules.md).
+    expect(Object.keys(installed.peerDependencies).sort()).toEqual([...optionalPeers, "pg"].sort());
     for (const peer of optionalPeers)
       expect(installed.peerDependenciesMeta[peer]).toEqual({ optional: true });
   });
@@ -310,7 +238,7 @@ export const coordinator: Promise<Coordinator> = createCoordinator("none", {
     expect(wrong.stdout).toContain("TS2322");
   });
 
-  it("names prom-client when pawl/observability is imported without it, then scrapes metrics once installed, and names @statelyai/inspect for the Stately bridge", async () => {
+  it("names prom-client when createMetrics is called without it, then scrapes metrics once installed, and names @statelyai/inspect for the Stately bridge", async () => {
     writeFileSync(
       join(app, "metrics.mjs"),
       `import { createPawl } from "pawl";

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type pg from "pg";
-import { JobStore } from "../../src/index.js";
+import { JobStore } from "../../src/store/postgres-job-store.js";
 import type { KeyCountDrift } from "../../src/store/operator/key-counts-sql.js";
 import { databaseUrl } from "../helpers/db.js";
 

@@ -26,7 +26,12 @@ export class Snooze extends Error {
   }
 }
 
-/** Throw to end the job now: it goes to the dead letter queue with this message, without retries. */
+/**
+ * Throw to end the job now: it goes to the dead letter queue with this message, without retries.
+ *
+ * @deprecated Throw {@link NonRetryableError}, the one documented way to end a job without retries (it
+ *   keeps a `cause`). Discard still works (its outcome reason is `discarded`).
+ */
 export class Discard extends Error {
   constructor(message = "discarded by the handler") {
     super(message);

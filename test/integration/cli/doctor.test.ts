@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { setupSchema } from "../../helpers/pawl.js";
 import { runCliOn } from "../../helpers/cli.js";
 import { until } from "../../processes/harness.js";

@@ -16,7 +16,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { JobStore, PawlError, PrivilegeError, type Pawl } from "../../../src/index.js";
+import { PawlError, PrivilegeError, type Pawl } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { main } from "../../../src/cli/main.js";
 import { databaseUrl, dropSchema, testPool, uniqueSchema } from "../../helpers/db.js";
 import { testPawl } from "../../helpers/pawl.js";

@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore, type PawlClient } from "../../../src/index.js";
+import { type PawlClient } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { systemClock } from "../../../src/core/clock.js";
 import { silentLogger } from "../../../src/core/logger.js";
 import { OutcomeWriter } from "../../../src/node/outcome-writer.js";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import type { PostgresJobStore } from "../../../src/index.js";
-import { JobStore } from "../../../src/index.js";
+import type { PostgresJobStore } from "../../../src/store/postgres-job-store.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { ManualClock } from "../../../src/core/clock.js";
 import { buildNewJob } from "../../../src/input/enqueue-input.js";
 import { CursorClaimer, type CursorClaimerOptions } from "../../../src/store/claim/claim-cursor.js";

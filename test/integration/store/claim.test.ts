@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import type { PostgresJobStore } from "../../../src/index.js";
-import { JobStore } from "../../../src/index.js";
+import type { PostgresJobStore } from "../../../src/store/postgres-job-store.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { setupSchema } from "../../helpers/pawl.js";
 import { databaseUrl, testPool } from "../../helpers/db.js";
 import { buildNewJob } from "../../../src/input/enqueue-input.js";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore, type PawlClient } from "../../../src/index.js";
+import { type PawlClient } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 
 let schema: string;

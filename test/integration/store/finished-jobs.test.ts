@@ -5,7 +5,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore, type JobStatus, type Pawl, type PawlClient } from "../../../src/index.js";
+import { type JobStatus, type Pawl, type PawlClient } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { jobTableColumns } from "../../../src/store/jobs/finished-sql.js";
 import { pruneBatch } from "../../../src/store/cluster/prune-sql.js";
 import { tablesFor } from "../../../src/db/sql.js";

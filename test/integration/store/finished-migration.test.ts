@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { migrate, migrationScript } from "../../../src/store/migrations/migrate.js";
 import { migrations } from "../../../src/store/migrations/migrations.generated.js";
 import { dropSchema, testPool, uniqueSchema } from "../../helpers/db.js";

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { completeJobs } from "../../../src/store/outcomes/finish-jobs.js";
 import { tablesFor, type Queryable } from "../../../src/db/sql.js";
 import { setupSchema } from "../../helpers/pawl.js";

@@ -11,7 +11,7 @@
 import fc from "fast-check";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JobStore, type PostgresJobStore } from "../../../src/index.js";
+import { JobStore, type PostgresJobStore } from "../../../src/store/postgres-job-store.js";
 import { setupSchema } from "../../helpers/pawl.js";
 
 let schema: string;

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
-import type { PostgresJobStore } from "../../../src/index.js";
-import { JobStore, ValidationError } from "../../../src/index.js";
+import type { PostgresJobStore } from "../../../src/store/postgres-job-store.js";
+import { ValidationError } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { setupSchema } from "../../helpers/pawl.js";
 import { testPool } from "../../helpers/db.js";
 import { buildNewJob } from "../../../src/input/enqueue-input.js";

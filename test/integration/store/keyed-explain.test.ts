@@ -1,7 +1,7 @@
 /** explain() of a keyed job whose key is full (issue 27): the reason and its text. */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type pg from "pg";
-import { JobStore } from "../../../src/index.js";
+import { JobStore } from "../../../src/store/postgres-job-store.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { describeReason } from "../../../src/logic/explain-text.js";
 

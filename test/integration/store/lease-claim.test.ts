@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import { JobStore, type PostgresJobStore } from "../../../src/index.js";
+import { JobStore, type PostgresJobStore } from "../../../src/store/postgres-job-store.js";
 import { buildNewJob } from "../../../src/input/enqueue-input.js";
 import { claimJobs } from "../../../src/store/claim/claim-jobs.js";
 import { readExplainFacts } from "../../../src/store/operator/explain-sql.js";

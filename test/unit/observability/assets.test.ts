@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { PawlEventEmitter } from "../../../src/index.js";
+import { PawlEventEmitter } from "../../../src/core/events.js";
 import {
   breakerStates,
   createMetrics,

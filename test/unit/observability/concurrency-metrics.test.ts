@@ -5,7 +5,7 @@
  * counted. A source without the read (an older or smaller store) gets zeros and no error.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { PawlEventEmitter } from "../../../src/index.js";
+import { PawlEventEmitter } from "../../../src/core/events.js";
 import type { ConcurrencyKeys } from "../../../src/store/operator/concurrency-keys-sql.js";
 import { createMetrics, type PawlMetrics } from "../../../observability/index.js";
 import type { MetricsOptions, MetricsSource } from "../../../observability/metrics.js";

@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer, get, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { assign, createActor, setup, type AnyActorRef } from "xstate";
-import { PawlEventEmitter, type ActorTree } from "../../../src/index.js";
+import { type ActorTree } from "../../../src/index.js";
+import { PawlEventEmitter } from "../../../src/core/events.js";
 import { inspectorUrls, readSse, renderActors, renderEvent } from "../../../src/cli/commands/inspect.js";
 import {
   createInspector,
