@@ -193,6 +193,8 @@ export interface ClusterStore
     RecurringStore,
     Pick<JobLifecycleStore, "enqueue">,
     Pick<TransactionStore, "transaction" | "databaseTime"> {
+  /** The durable handlers' statements; the pruner's pass deletes steps and signals of jobs that are gone. */
+  readonly durable?: DurableStore;
   /** The schema the gateway's tables are in (one node id may run once per schema in a process). */
   readonly schema: string;
   /**

@@ -64,7 +64,7 @@ export interface DurableStore {
   park(nodeId: string, park: DurablePark): Promise<boolean>;
   /** Wakes a parked job whose wait is over already; run after {@link DurableStore.park} committed. */
   recheck(jobId: string): Promise<boolean>;
-  /** Deletes every step of these jobs (a `dlq.retry` that starts them over). */
+  /** Deletes every step of those of these jobs that are DEAD (a `dlq.retry` that starts them over). */
   discardSteps(jobIds: readonly string[]): Promise<number>;
   /** One batch of the pruner's pass over steps or signals of jobs that are gone. */
   pruneOrphans(table: "steps" | "signals", afterJobId: string, limit: number): Promise<DurablePruneBatch>;

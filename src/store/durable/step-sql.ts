@@ -230,9 +230,17 @@ export async function recordSpawn(
   return stepFromRow(row);
 }
 
-/** Deletes every step of the jobs (dlq.retry that starts them over). Returns how many rows went. */
+/**
+ * Deletes every step of those of the jobs that are DEAD (a `dlq.retry` that starts them over; a live
+ * job's steps are never touched). Returns how many rows went.
+ */
 export async function discardSteps(db: Queryable, t: Tables, jobIds: readonly string[]): Promise<number> {
   const d = durableTables(t);
-  const stmt = named(t, "durable_discard_steps", `DELETE FROM ${d.steps} WHERE job_id = ANY($1::bigint[])`);
+  const stmt = named(
+    t,
+    "durable_discard_steps",
+    `DELETE FROM ${d.steps} s WHERE s.job_id = ANY($1::bigint[])
+       AND EXISTS (SELECT 1 FROM ${t.finished} f WHERE f.id = s.job_id AND f.status = 'DEAD')`,
+  );
   return (await db.query(stmt([jobIds]))).rowCount ?? 0;
 }

@@ -191,6 +191,42 @@ describe("durable handlers", () => {
     expect(failedChild?.payload).toEqual({ n: -1 });
   });
 
+  it("dlq.retry keeps the recorded steps by default, and discards them with { steps: 'discard' }", async () => {
+    const c = counter();
+    let broken = true;
+    const [node] = await startNodes(schema, 1, (n) =>
+      n.register(
+        "fragile",
+        async (_p: unknown, ctx) => {
+          await ctx.step("first", () => {
+            c.hit("first");
+          });
+          await ctx.step("second", () => {
+            c.hit("second");
+            if (broken) throw new Error("broken");
+          });
+        },
+        { maxAttempts: 1 },
+      ),
+    );
+    nodes = [node!];
+    const kept = await node!.enqueue("fragile", {});
+    const dropped = await node!.enqueue("fragile", {});
+    expect((await node!.waitFor(kept, { timeoutMs: 10_000 })).status).toBe("DEAD");
+    expect((await node!.waitFor(dropped, { timeoutMs: 10_000 })).status).toBe("DEAD");
+    expect(c.runs.get("first")).toBe(2);
+    broken = false;
+    await node!.dlq.retry(kept.id);
+    expect((await node!.waitFor(kept, { timeoutMs: 10_000 })).status).toBe("SUCCEEDED");
+    expect(c.runs.get("first")).toBe(2); // kept: not run again
+    await node!.dlq.retry(dropped.id, { steps: "discard" });
+    expect((await node!.waitFor(dropped, { timeoutMs: 10_000 })).status).toBe("SUCCEEDED");
+    expect(c.runs.get("first")).toBe(3); // discarded: run again
+    await expect(node!.dlq.retry(kept.id, { steps: "nope" as "keep" })).rejects.toMatchObject({
+      code: "INVALID_OPTION",
+    });
+  });
+
   it("cancels a parked job", async () => {
     const [node] = await startNodes(schema, 1, (n) =>
       n.register("sleeper", async (_p: unknown, ctx) => {
