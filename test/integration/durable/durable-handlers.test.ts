@@ -9,6 +9,7 @@ import type pg from "pg";
 import { ChildJobFailedError, DurableStepError, type Pawl, type SignalDelivery } from "../../../src/index.js";
 import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
+import { jobDetail } from "../../../src/cli/format.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -74,6 +75,19 @@ describe("durable handlers", () => {
     expect(done.status).toBe("SUCCEEDED");
     expect(done.result).toEqual({ sent: "ada", key: `${job.id}:welcome` });
     expect(Object.fromEntries(c.runs)).toEqual({ welcome: 1, flaky: 2 });
+    // getJob lists the steps, and `pawl job <id>` prints them.
+    const read = await node!.getJob(job.id);
+    expect(read?.steps?.map((s) => [s.name, s.kind, s.status, s.resultPreview])).toEqual([
+      // jsonb's text form (a space after each colon and comma).
+      ["welcome", "step", "succeeded", `{"key": "${job.id}:welcome", "sent": "ada"}`],
+      ["nap", "sleep", "succeeded", "{}"],
+      ["flaky", "step", "succeeded", "null"],
+      ["nap-2", "sleep", "succeeded", "{}"],
+    ]);
+    expect(read?.steps?.[2]?.attempt).toBe(2);
+    const printed = jobDetail(read!);
+    expect(printed).toContain("steps (4):");
+    expect(printed).toMatch(/flaky\s+step\s+#2 /);
     expect(await steps(job.id)).toEqual([
       { name: "welcome", kind: "step", status: "succeeded" },
       { name: "nap", kind: "sleep", status: "succeeded" },
