@@ -10,6 +10,7 @@ import { ChildJobFailedError, DurableStepError, type Pawl, type SignalDelivery }
 import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
 import { jobDetail } from "../../../src/cli/format.js";
+import { describeReason } from "../../../src/logic/explain-text.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -253,6 +254,9 @@ describe("durable handlers", () => {
     const parked = await waiting.for(job.id);
     expect(parked.durable).toEqual({ step: "long", reason: "sleep" });
     expect((await node!.getJob(job.id))?.status).toBe("WAITING");
+    const why = await node!.explain(job.id);
+    const text = why.reasons.map((r) => describeReason(r, new Date())).join("; ");
+    expect(text).toMatch(/^sleeping until \d{4}-.*Z \(step 'long'\)/);
     await node!.cancel(job.id);
     expect((await node!.getJob(job.id))?.status).toBe("CANCELED");
   });
