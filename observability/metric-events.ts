@@ -95,7 +95,11 @@ export function subscribeMetrics(
     source.on("job:rescheduled", (e) =>
       outcome(e.job.type, e.reason === "rate-limit" ? "rescheduled_rate_limit" : `rescheduled_${e.reason}`),
     ),
-    source.on("job:waiting", (e) => outcome(e.job.type, "waiting")),
+    source.on("job:waiting", (e) => {
+      outcome(e.job.type, "waiting");
+      if (e.durable) m.durableParks.inc({ type: e.job.type, reason: e.durable.reason });
+    }),
+    source.on("durable:step", (e) => m.durableSteps.inc({ type: e.type, kind: e.kind, outcome: e.outcome })),
     source.on("job:lost", (e) => outcome(e.job.type, "lost")),
 
     // Watchdog

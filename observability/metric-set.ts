@@ -277,6 +277,17 @@ export function buildMetricSet(registry: Registry, prefix: string, c: Collectors
       "Coordinator outages (one per lost connection, however many reconnect attempts it took), by transport.",
       ["transport"],
     ),
+    // Durable handlers (docs/durable.md): bounded labels, never a step's name.
+    durableSteps: counter(
+      "durable_steps_total",
+      "Durable calls by job type, kind (step, sleep, signal, spawn, wait) and outcome (run: its body ran and was recorded; replayed: its record was returned; failed: its body threw).",
+      ["type", "kind", "outcome"],
+    ),
+    durableParks: counter(
+      "durable_parks_total",
+      "Durable jobs parked, by job type and what they wait for (sleep, signal, children).",
+      ["type", "reason"],
+    ),
     databaseConnectionErrors: counter(
       "database_connection_errors_total",
       "Database connections that failed and were dropped (server restart, terminated backend), by whether pawl held the connection or it sat idle in the pool.",

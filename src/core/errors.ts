@@ -31,7 +31,15 @@ export type PawlErrorCode =
   | "INVALID_PROGRESS"
   | "SCHEMA_OUTDATED"
   | "SCHEMA_INCOMPATIBLE"
-  | "INSUFFICIENT_PRIVILEGE";
+  | "INSUFFICIENT_PRIVILEGE"
+  // Durable handlers (docs/durable.md#errors).
+  | "DUPLICATE_STEP"
+  | "STEP_KIND_MISMATCH"
+  | "STEP_RESULT_INVALID"
+  | "STEP_RESULT_TOO_LARGE"
+  | "INVALID_STEP"
+  | "NOT_DURABLE"
+  | "CHILD_FAILED";
 
 /**
  * The base class of the errors pawl raises itself.

@@ -148,6 +148,25 @@ describe("counting the runtime's events", () => {
     expect(s.get("pawl_last_poll_timestamp_seconds")).toBeGreaterThan(Date.now() / 1000 - 60);
   });
 
+  it("durable steps by kind and outcome, and durable parks by reason, with bounded labels", async () => {
+    const { events, source } = fakeNode();
+    const m = metricsOf(source);
+    const t = job("d");
+    const step = { jobId: "1", type: "d", step: "send-42" } as const;
+    events.emit("durable:step", { ...step, kind: "step", outcome: "run" });
+    events.emit("durable:step", { ...step, kind: "step", outcome: "replayed" });
+    events.emit("durable:step", { ...step, step: "send-43", kind: "step", outcome: "replayed" });
+    events.emit("durable:step", { ...step, kind: "sleep", outcome: "failed" });
+    events.emit("job:waiting", { job: t, timeoutMs: 10, durable: { step: "nap", reason: "sleep" } });
+    events.emit("job:waiting", { job: t, timeoutMs: null }); // the unnamed wait: not a durable park
+    const s = await scrape(m);
+    expect(s.get(key("pawl_durable_steps_total", { type: "d", kind: "step", outcome: "run" }))).toBe(1);
+    expect(s.get(key("pawl_durable_steps_total", { type: "d", kind: "step", outcome: "replayed" }))).toBe(2);
+    expect(s.get(key("pawl_durable_steps_total", { type: "d", kind: "sleep", outcome: "failed" }))).toBe(1);
+    expect(s.get(key("pawl_durable_parks_total", { type: "d", reason: "sleep" }))).toBe(1);
+    expect([...s.keys()].filter((k) => k.includes("send-4"))).toEqual([]);
+  });
+
   it("one outcome per finished attempt, timeouts, durations, pickup latency and the watchdog", async () => {
     const { events, source } = fakeNode();
     const m = metricsOf(source);
