@@ -17,6 +17,8 @@ import {
 } from "../composition/flows.js";
 import type { Flow, FlowDetail, FlowHandle } from "../composition/flows.js";
 import { signalJob, type SignalResult } from "../composition/signals.js";
+import { sendToMachine, type SendResult } from "../composition/machine-send.js";
+import type { MachineStore } from "../store/machines/machine-store.js";
 import {
   listPaused,
   pauseJob,
@@ -37,6 +39,9 @@ import type { IsTyped, PawlTasks, TaskName, TaskPayload } from "../input/task-ma
 export abstract class ClientComposition<Tasks extends object = PawlTasks> {
   /** @internal What the composition operations (src/composition) need; checks the instance is open. */
   protected abstract get composition(): CompositionDeps;
+
+  /** @internal The durable machines' statements on this instance's schema. */
+  protected abstract get machines(): MachineStore;
 
   /**
    * Enqueues a chain: each step is made runnable only once the previous one SUCCEEDED; a step that ends
@@ -129,6 +134,26 @@ export abstract class ClientComposition<Tasks extends object = PawlTasks> {
    */
   async signal(jobId: string, payload?: unknown): Promise<SignalResult> {
     return signalJob(this.composition, jobId, payload);
+  }
+
+  /**
+   * Sends an event to a durable machine (a job of a type registered with `registerMachine`), from any
+   * process. Resolves once the event is committed: it is then delivered exactly once, after the events
+   * whose sends committed before it, by whichever node runs the machine next (a parked machine is woken).
+   * An event the machine's current state does not accept is recorded as ignored, as xstate ignores it: it
+   * is not an error here.
+   *
+   * @throws ValidationError `INVALID_PAYLOAD` for an event that is not an object with a string `type` (or
+   *   names an `xstate.` event); JobNotFoundError for an unknown job; MachineFinishedError (code
+   *   `MACHINE_FINISHED`) when the machine has ended. Nothing is stored then.
+   * @example
+   * ```ts
+   * const order = await pawl.enqueue("order", { orderId: "o-1", amount: 42 });
+   * await pawl.send(order.id, { type: "PAY", paymentId: "p-9" });
+   * ```
+   */
+  async send(jobId: string, event: { type: string; [key: string]: unknown }): Promise<SendResult> {
+    return sendToMachine(this.composition, this.machines, jobId, event);
   }
 
   /** Pauses a PENDING job: PAUSED, never claimed until {@link resumeJob}. @throws JobStateError otherwise. */

@@ -29,7 +29,8 @@ export type PawlErrorCode =
   | "INVALID_PROGRESS"
   | "SCHEMA_OUTDATED"
   | "SCHEMA_INCOMPATIBLE"
-  | "INSUFFICIENT_PRIVILEGE";
+  | "INSUFFICIENT_PRIVILEGE"
+  | "MACHINE_FINISHED";
 
 /**
  * The base class of the errors pawl raises itself.

@@ -2026,7 +2026,8 @@ CREATE TABLE {{schema}}.scheduler_machine (
   job_id       bigint PRIMARY KEY,
   type         text NOT NULL,
   -- The registered definition the machine started on (registerMachine's \`version\`); it stays on it.
-  version      text NOT NULL,
+  -- NULL, with the snapshot, until the first run (a send may create the row before it).
+  version      text,
   -- xstate's getPersistedSnapshot(), as JSON. NULL until the first run saves one (a send may come first).
   snapshot     jsonb,
   -- The pending \`after\` timers: [{ id, event, dueAt (epoch ms) }].
