@@ -43,7 +43,7 @@ export type { PawlEvents, PawlEventName, JobEventInfo } from "./core/events.js";
 export type { ActorTree, ActorNode } from "./node/inspect.js";
 export type { Coordinator, WakeupHint, CoordinatorStatus } from "../coordinators/spi.js";
 export type { EnqueueItem, EnqueueArgs } from "./input/task-map.js";
-export type { DeadLetterQueue } from "./api/dead-letter-queue.js";
+export type { DeadLetterQueue, DeadLetterRetryOptions } from "./api/dead-letter-queue.js";
 export type { PawlConfig, ResolvedConfig } from "./input/config.js";
 export type { TracingOptions, TracerProviderLike } from "./input/tracing-options.js";
 export type { EnqueueOptions, PayloadValidator } from "./input/enqueue-input.js";

@@ -16,7 +16,7 @@ import {
   listFlows,
 } from "../composition/flows.js";
 import type { Flow, FlowDetail, FlowHandle } from "../composition/flows.js";
-import { signalJob, type SignalResult } from "../composition/signals.js";
+import { signalJob, type SignalOptions, type SignalResult } from "../composition/signals.js";
 import { sendToMachine, type SendResult } from "../composition/machine-send.js";
 import type { MachineStore } from "../store/machines/machine-store.js";
 import {
@@ -123,7 +123,9 @@ export abstract class ClientComposition<Tasks extends object = PawlTasks> {
 
   /**
    * Delivers a signal to a job parked by `ctx.waitForSignal()`: it becomes PENDING, and its next run, on any
-   * node, receives `payload`.
+   * node, receives `payload`. With `{ name }`, the signal of a durable wait (`ctx.waitForSignal(name)`,
+   * docs/durable.md): kept for a live job whether or not it waits yet (status `STORED` until it does),
+   * never refused for being early; only a finished job refuses it.
    *
    * @throws JobNotFoundError for an unknown id; JobNotWaitingError (code `NOT_WAITING`, with the job's
    *   `status`) when the job is not parked for a signal (finished, not at its wait yet, waiting for a flow).
@@ -132,8 +134,8 @@ export abstract class ClientComposition<Tasks extends object = PawlTasks> {
    * await pawl.signal(jobId, { approved: true });
    * ```
    */
-  async signal(jobId: string, payload?: unknown): Promise<SignalResult> {
-    return signalJob(this.composition, jobId, payload);
+  async signal(jobId: string, payload?: unknown, options?: SignalOptions): Promise<SignalResult> {
+    return signalJob(this.composition, jobId, payload, options);
   }
 
   /**

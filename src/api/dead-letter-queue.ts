@@ -4,11 +4,23 @@
  * for them), and reports the ones canceled as duplicates of a live job holding their unique key.
  */
 import type { ClientHooks } from "../composition/client-hooks.js";
+import { ValidationError } from "../core/errors.js";
 import { validateDeadLetterFilter } from "../input/filter-input.js";
 import type { DeadLetterFilter, RetriedJobs } from "../store/jobs/dead-letter.js";
 import { validateJobId } from "../input/job-id.js";
 import type { JobStore } from "../store/job-store.js";
 import type { PawlTasks, TaskName, TypedJob } from "../input/task-map.js";
+
+/** Options of `dlq.retry`. */
+export interface DeadLetterRetryOptions {
+  /**
+   * What a durable job (docs/durable.md) keeps of its recorded steps: `keep` (the default) resumes it from
+   * its last recorded step (the step that failed runs again; the ones before it do not); `discard` deletes
+   * them, in the retry's transaction, so it starts over from its first step (signals it consumed stay
+   * consumed; children it spawned stay, and new ones are spawned).
+   */
+  steps?: "keep" | "discard";
+}
 
 /**
  * The dead letter queue API. With a task map (`Tasks`), the jobs listed are typed like getJob's, and a
@@ -24,7 +36,7 @@ export interface DeadLetterQueue<Tasks = PawlTasks> {
    * another live job holds is CANCELED instead (the live job wins): those are in the result's
    * non-enumerable `duplicates`, never among the returned jobs, and the others are retried all the same.
    */
-  retry(ids: string | readonly string[]): Promise<RetriedJobs>;
+  retry(ids: string | readonly string[], options?: DeadLetterRetryOptions): Promise<RetriedJobs>;
   /** Deletes DEAD jobs matching the filter; returns how many. */
   purge(filter?: DeadLetterFilter<TaskName<Tasks>>): Promise<number>;
 }
@@ -46,9 +58,22 @@ export function deadLetterQueue<Tasks = PawlTasks>(
     // The rows are the store's; the task map only says what their payloads and results are.
     list: async <K extends TaskName<Tasks>>(f?: DeadLetterFilter<K>) =>
       (await store.listDead(validateDeadLetterFilter(f))) as TypedJob<Tasks, K>[],
-    retry: async (ids) => {
+    retry: async (ids, options) => {
       const list = (Array.isArray(ids) ? ids : [ids]).map(validateJobId);
-      const jobs = await store.retryDead(list);
+      const steps = options?.steps ?? "keep";
+      if (steps !== "keep" && steps !== "discard") {
+        throw new ValidationError(
+          "INVALID_OPTION",
+          `invalid steps ${JSON.stringify(steps)}: use "keep" or "discard"`,
+        );
+      }
+      const jobs =
+        steps === "keep"
+          ? await store.retryDead(list)
+          : await store.transaction(async (tx) => {
+              await tx.durable.discardSteps(list);
+              return tx.retryDead(list);
+            });
       for (const d of jobs.duplicates) {
         hooks?.events.emit("job:duplicate-canceled", { ...d, via: "dlq.retry" });
       }

@@ -4,6 +4,7 @@
  * client's writes do to running work (wake the local poller, hint the other nodes through the
  * coordinator) is in src/api/node-hooks.ts, handed to the client at construction with the one resolved config.
  */
+import { durableServices } from "../composition/durable/durable-services.js";
 import { attemptTracer } from "../node/attempt/attempt-spans.js";
 import { traceInternals, traceOutcomeWrites } from "../node/internal-spans.js";
 import { resolveConfig, type PawlConfig } from "../input/config.js";
@@ -297,6 +298,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       clock: c.clock,
       coordinator,
       queues: c.queues,
+      durable: durableServices(this.composition),
       tracer: tracing ? attemptTracer(tracing, c.nodeId) : null,
       createClaimer: (options) =>
         c.claimCursors

@@ -6,7 +6,10 @@
  * short, the pass's batch budget is spent, or the lease's deadline is near. SUCCEEDED rows in time
  * partitions are not deleted here: the history partitioner drops their partitions whole
  * (src/cluster/history-partitioner.ts). The same pass then drops the rate-limit log's expired starts and
- * idle keys (src/store/cluster/rate-limit-sql.ts).
+ * idle keys (src/store/cluster/rate-limit-sql.ts), and walks on through the durable handlers' steps and
+ * signals, deleting those whose job is gone, however it went (src/store/durable/step-prune-sql.ts): a few
+ * batches per pass from where the last pass stopped, so steps follow their job's history (pruned row by
+ * row, dropped with its partition, deleted at success) at a bounded cost per pass.
  */
 import type { Clock } from "../core/clock.js";
 import type { PawlEventEmitter } from "../core/events.js";
@@ -27,6 +30,8 @@ export interface PruneResult {
   batches: number;
   /** Whether rows past their retention may remain (the budget or the lease ran out). */
   more: boolean;
+  /** Durable steps and signals deleted because their job is gone. */
+  durable: number;
   durationMs: number;
 }
 
@@ -38,6 +43,10 @@ export interface PruneSettings {
   batchSize: number;
   /** Statements per pass at most. Default 100. */
   maxBatches?: number;
+  /** Jobs whose durable rows one statement of the pass looks at. Default 1000. */
+  durableBatchJobs?: number;
+  /** Statements per pass over each durable table at most. Default 10. */
+  durableMaxBatches?: number;
 }
 
 /** What a {@link Pruner} works with. */
@@ -51,6 +60,9 @@ export interface PrunerDeps extends PruneSettings {
 
 /** Deletes old finished jobs. */
 export class Pruner implements BackgroundService<PruneResult> {
+  /** Where the pass over each durable table goes on from (a job id; "0": from the start). */
+  private readonly durableCursor = { steps: "0", signals: "0" };
+
   constructor(private readonly deps: PrunerDeps) {}
 
   /** One pass under the lease. `now` overrides the database's time (tests). */
@@ -63,7 +75,16 @@ export class Pruner implements BackgroundService<PruneResult> {
     );
     const durationMs = this.deps.clock.now() - started;
     if (!outcome.acquired)
-      return { ran: false, succeeded: 0, canceled: 0, dead: 0, batches: 0, more: false, durationMs };
+      return {
+        ran: false,
+        succeeded: 0,
+        canceled: 0,
+        dead: 0,
+        batches: 0,
+        more: false,
+        durable: 0,
+        durationMs,
+      };
     const r = { ...outcome.value, durationMs };
     if (r.batches > 0 && r.succeeded + r.canceled + r.dead > 0) {
       this.deps.logger.debug("pruned finished jobs", {
@@ -108,7 +129,9 @@ export class Pruner implements BackgroundService<PruneResult> {
     }
     // An admission prunes its own keys; a key no job asks for any more (a payload key) is left to this.
     if (lease.valid() && d.store.pruneRateLimits) await d.store.pruneRateLimits();
+    const durable = await this.pruneDurable(lease);
     return {
+      durable,
       ran: true,
       succeeded: counts.SUCCEEDED,
       canceled: counts.CANCELED,
@@ -116,5 +139,24 @@ export class Pruner implements BackgroundService<PruneResult> {
       batches,
       more,
     };
+  }
+
+  /** The pass over the durable tables (see the file header); returns the rows deleted. */
+  private async pruneDurable(lease: Lease): Promise<number> {
+    const store = this.deps.store.durable;
+    if (!store) return 0;
+    const jobs = this.deps.durableBatchJobs ?? 1000;
+    const budget = this.deps.durableMaxBatches ?? 10;
+    let deleted = 0;
+    for (const table of ["steps", "signals"] as const) {
+      for (let i = 0; i < budget && lease.valid(); i++) {
+        const batch = await store.pruneOrphans(table, this.durableCursor[table], jobs);
+        deleted += batch.deleted;
+        // At the end of the table the next pass starts over from the beginning.
+        this.durableCursor[table] = batch.lastJobId ?? "0";
+        if (batch.lastJobId === null) break;
+      }
+    }
+    return deleted;
   }
 }

@@ -3,11 +3,11 @@
  * skips rows another node's sweep holds, so no two sweeps do the same row, and a sweep that finds nothing
  * costs one probe of an index that holds only parked rows. Like every background service it is a
  * `runOnce()` that returns what it did, looped by a {@link PeriodicTask}; the wait between passes is the
- * pure `signalSweepDelayMs` (until the next known deadline, at most `intervalMs`), so a timeout fires
- * within about `intervalMs` of its deadline at worst. While no parked job has a deadline anywhere the
- * sweep waits `idleIntervalMs` instead (an idle node then pays two statements per 10 s, not per second),
- * and a job this node parks with a timeout (`job:waiting`) brings its next pass forward to the deadline;
- * so only a deadline parked by a node that died before it can fire up to `idleIntervalMs` late.
+ * pure `signalSweepDelayMs`: until the earliest deadline of any parked job (each pass reads it), at most
+ * `idleIntervalMs`, so an idle node pays two statements per 10 s whether no job is parked or 100,000 sleep
+ * for days (durable sleeps park here too, docs/durable.md). A job this node parks with a deadline
+ * (`job:waiting`) brings its next pass forward to that deadline; so only a deadline parked by a node that
+ * died before any other node's next pass can fire up to `idleIntervalMs` late.
  */
 import type { Clock } from "../core/clock.js";
 import { toError } from "../core/events.js";
@@ -32,7 +32,7 @@ export interface SignalSweepResult {
 export interface SignalSweeperOptions {
   deps: CompositionDeps;
   clock: Clock;
-  /** The longest pause between sweeps (ms): a wait parked by another node is seen within it. Default 1000. */
+  /** The pause after a failed sweep, and the shortest pause while no deadline is near (ms). Default 1000. */
   intervalMs?: number;
   /** Jobs timed out per statement. Default 1000. */
   batch?: number;

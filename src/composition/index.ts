@@ -21,3 +21,14 @@ export type { SignalResult } from "./signals.js";
 export type { Pause, PauseResult } from "./pause.js";
 export type { FlowFailurePolicy, FlowKind, FlowListFilter } from "../store/composition/flow-sql.js";
 export type { PauseKind } from "../store/composition/pause-sql.js";
+// Durable handlers (docs/durable.md).
+export {
+  ChildJobFailedError,
+  ChildWaitTimeoutError,
+  DurableStepError,
+  DurableWait,
+} from "./durable/durable-errors.js";
+export type { ChildOutcome, DurableStepErrorCode } from "./durable/durable-errors.js";
+export type { DurableWaitOptions, SpawnedJob, StepContext } from "./durable/durable-run.js";
+export type { SpawnOptions } from "./durable/durable-services.js";
+export type { SignalOptions } from "./signals.js";

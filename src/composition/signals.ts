@@ -8,7 +8,7 @@
  * on the row, so whichever node claims it next hands it to the handler through its context.
  */
 import { toError, type PawlEventEmitter, type PawlEvents } from "../core/events.js";
-import { JobNotFoundError } from "../core/errors.js";
+import { JobNotFoundError, ValidationError } from "../core/errors.js";
 import { serializePayload } from "../input/payload.js";
 import { validateJobId } from "../input/job-id.js";
 import type { NodeStore } from "../store/job-store.js";
@@ -18,15 +18,18 @@ import type { DuplicateCanceled } from "../store/jobs/return-to-pending.js";
 import type { OutcomeSink } from "../store/outcomes/outcome-sink.js";
 import { announce, type CompositionDeps } from "./deps.js";
 import { JobNotWaitingError } from "./errors.js";
+import type { DurableServices, ParkedWork } from "./durable/durable-services.js";
+import type { DurablePark } from "../store/durable/durable-store.js";
 
 /** What {@link signalJob} did. */
 export interface SignalResult {
   jobId: string;
   /**
    * PENDING: it will run next; PAUSED: a queue or type pause holds it (it runs once resumed); CANCELED:
-   * another live job holds its unique key, so it was canceled instead of woken (see `liveJobId`).
+   * another live job holds its unique key, so it was canceled instead of woken (see `liveJobId`); STORED
+   * (a named signal only): kept for the job, which takes it when it reaches its wait of that name.
    */
-  status: "PENDING" | "PAUSED" | "CANCELED";
+  status: "PENDING" | "PAUSED" | "CANCELED" | "STORED";
   /** Set when `status` is CANCELED: the live job that holds the unique key. */
   liveJobId?: string;
 }
@@ -60,7 +63,16 @@ export function reportDuplicates(
  * @throws JobNotFoundError when no job has this id; JobNotWaitingError (code `NOT_WAITING`) when the
  *   job is not parked for a signal (finished, not at its wait yet, or waiting for its flow).
  */
-export async function signalJob(deps: CompositionDeps, id: string, payload: unknown): Promise<SignalResult> {
+export async function signalJob(
+  deps: CompositionDeps,
+  id: string,
+  payload: unknown,
+  options?: SignalOptions,
+): Promise<SignalResult> {
+  if (options !== undefined && (typeof options !== "object" || options === null)) {
+    throw new ValidationError("INVALID_OPTION", "signal options must be an object");
+  }
+  if (options?.name !== undefined) return signalNamed(deps, id, payload, options.name);
   const jobId = validateJobId(id);
   const json = serializePayload(payload === undefined ? null : payload, deps.config.maxPayloadBytes);
   const result = await deps.store.deliverSignal(jobId, json);
@@ -78,6 +90,46 @@ export async function signalJob(deps: CompositionDeps, id: string, payload: unkn
   return { jobId, status: woken.status };
 }
 
+/** Options of `pawl.signal()`. */
+export interface SignalOptions {
+  /**
+   * The name of a durable wait (`ctx.waitForSignal(name)`, docs/durable.md). A named signal is kept for a
+   * live job whether or not it waits yet, and taken by its wait of that name (the oldest first).
+   */
+  name?: string;
+}
+
+/**
+ * Stores a named signal and wakes the job if it is parked on a wait of that name (docs/durable.md). Never
+ * refused for being early: only a finished job (or no job) refuses it, and then nothing is stored.
+ */
+async function signalNamed(
+  deps: CompositionDeps,
+  id: string,
+  payload: unknown,
+  name: unknown,
+): Promise<SignalResult> {
+  const jobId = validateJobId(id);
+  if (typeof name !== "string" || name.length === 0 || name.length > 200) {
+    throw new ValidationError(
+      "INVALID_OPTION",
+      `invalid signal name ${JSON.stringify(name)}: use a string of 1 to 200 characters`,
+    );
+  }
+  const json = serializePayload(payload === undefined ? null : payload, deps.config.maxPayloadBytes);
+  const result = await deps.store.transaction((tx) => tx.durable.sendNamedSignal(jobId, name, json));
+  if ("refused" in result) {
+    if (result.refused === null) throw new JobNotFoundError(jobId);
+    throw new JobNotWaitingError(jobId, result.refused);
+  }
+  const woken = result.stored.woken;
+  if (!woken || (woken.status !== "PENDING" && woken.status !== "PAUSED")) return { jobId, status: "STORED" };
+  const status = woken.status;
+  deps.events?.emit("job:signaled", { jobId, type: woken.type, queue: woken.queue, status });
+  await wake(deps, [{ ...woken, status }]);
+  return { jobId, status };
+}
+
 /**
  * What a job's context uses to reach the store: its composition row (signal and flow), and the park write
  * for an attempt that ended with `waitForSignal()`. Supplied by the node runtime; absent elsewhere.
@@ -89,6 +141,10 @@ export interface JobContextServices {
   park(item: Park, done: (accepted: boolean) => void): void;
   /** Stores a validated progress value (throttled by the node's writer) and emits `job:progress`. */
   progress?(event: PawlEvents["job:progress"], progressJson: string): void;
+  /** The durable handlers' store and spawn (docs/durable.md); absent where nothing can record steps. */
+  durable?: DurableServices;
+  /** Parks the attempt on a durable wait; `done` learns whether the row was still held by this node. */
+  parkDurable?(park: DurablePark, job: ParkedWork, done: (accepted: boolean) => void): void;
 }
 
 /**
@@ -101,8 +157,21 @@ export function contextServices(
   nodeId: string,
   writer: OutcomeSink,
   events: PawlEventEmitter,
+  durable?: DurableServices,
 ): JobContextServices {
   return {
+    ...(durable
+      ? {
+          durable,
+          parkDurable: (park: DurablePark, job: ParkedWork, done: (accepted: boolean) => void) => {
+            durable.park(nodeId, park, job).then(done, (error: unknown) => {
+              // As for a signal park: handed back, it runs again and parks again (its steps are kept).
+              events.emit("error", { where: "park for a durable wait", error: toError(error) });
+              writer.reschedule({ id: park.id, delayMs: 1000 }, () => {});
+            });
+          },
+        }
+      : {}),
     read: (jobId) => store.readComposition(jobId),
     park: (item, done) => {
       store.park(nodeId, [item]).then(

@@ -30,6 +30,15 @@ export type PawlErrorCode =
   | "SCHEMA_OUTDATED"
   | "SCHEMA_INCOMPATIBLE"
   | "INSUFFICIENT_PRIVILEGE"
+  // Durable handlers (docs/durable.md#errors).
+  | "DUPLICATE_STEP"
+  | "STEP_KIND_MISMATCH"
+  | "STEP_RESULT_INVALID"
+  | "STEP_RESULT_TOO_LARGE"
+  | "INVALID_STEP"
+  | "NOT_DURABLE"
+  | "CHILD_FAILED"
+  // Durable machines (docs/durable-machines.md).
   | "MACHINE_FINISHED";
 
 /**

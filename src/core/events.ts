@@ -130,7 +130,24 @@ export interface PawlEvents {
     durationMs: number;
   };
   /** A handler called ctx.waitForSignal(): its job is parked (WAITING) until a signal or the timeout. */
-  "job:waiting": { job: JobEventInfo; timeoutMs: number | null };
+  "job:waiting": {
+    job: JobEventInfo;
+    timeoutMs: number | null;
+    /** Set for a durable wait (docs/durable.md): its step, and what it waits for. */
+    durable?: { step: string; reason: "sleep" | "signal" | "children" };
+  };
+  /**
+   * A durable handler's step (docs/durable.md): `run` (its body ran and its result was recorded),
+   * `replayed` (its recorded result was returned, nothing ran), `failed` (its body threw). `kind` is the
+   * call (step, sleep, signal, spawn, wait); both labels are bounded (no step names).
+   */
+  "durable:step": {
+    jobId: string;
+    type: string;
+    step: string;
+    kind: "step" | "sleep" | "signal" | "spawn" | "wait";
+    outcome: "run" | "replayed" | "failed";
+  };
   /** pawl.signal() woke a parked job (emitted by the instance that signaled). */
   "job:signaled": { jobId: string; type: string; queue: string; status: "PENDING" | "PAUSED" };
   /** A parked job's wait timed out (emitted by the node whose sweep found it). */

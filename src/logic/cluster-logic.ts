@@ -114,17 +114,20 @@ export function sweepRestMs(sweepIntervalMs: number): number {
 }
 
 /**
- * The wait before the next signal-timeout sweep: until the next known deadline (at least 10 ms, so an
- * overdue one does not spin), never longer than `intervalMs`, so a wait parked by another node is seen
- * within it. While no parked job has a deadline anywhere, `idleIntervalMs`: a node that parks one wakes
- * its own sweep for that deadline, so only the deadline of a node that died meanwhile waits that long.
- * A failed sweep (`nextDeadlineMs` undefined) waits `intervalMs`.
+ * The wait before the next signal-timeout sweep: until the next deadline (the earliest of every parked
+ * job's, read by the sweep; at least 10 ms, so an overdue one does not spin), never longer than
+ * `idleIntervalMs` (nor shorter than `intervalMs` while none is near). A node that parks a job wakes its
+ * own sweep for that deadline, and every node learns the earliest deadline at each pass, so only a
+ * deadline parked by a node that died before its next pass elsewhere waits up to `idleIntervalMs`.
+ * Deadlines far ahead (100,000 jobs sleeping for days) therefore cost an idle node nothing more than none
+ * (issue 41). A failed sweep (`nextDeadlineMs` undefined) waits `intervalMs`.
  *
  * @example
  * ```ts
  * signalSweepDelayMs(null, 1000, 10_000); // 10000: no parked job has a deadline
  * signalSweepDelayMs(250.2, 1000, 10_000); // 251
  * signalSweepDelayMs(-5, 1000, 10_000); // 10: overdue
+ * signalSweepDelayMs(86_400_000, 1000, 10_000); // 10000: a deadline a day ahead
  * signalSweepDelayMs(undefined, 1000, 10_000); // 1000: the sweep failed
  * ```
  */
@@ -135,5 +138,5 @@ export function signalSweepDelayMs(
 ): number {
   if (nextDeadlineMs === undefined) return intervalMs;
   if (nextDeadlineMs === null) return Math.max(intervalMs, idleIntervalMs);
-  return Math.min(intervalMs, Math.max(10, Math.ceil(nextDeadlineMs)));
+  return Math.min(Math.max(intervalMs, idleIntervalMs), Math.max(10, Math.ceil(nextDeadlineMs)));
 }

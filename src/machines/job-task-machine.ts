@@ -55,7 +55,12 @@ export type TaskOutcome =
   | { kind: "invalid-payload"; error: unknown }
   | { kind: "aborted" }
   /** The handler called ctx.waitForSignal() and no signal was delivered: park the job (WAITING). */
-  | { kind: "wait"; timeoutMs: number | null }
+  | {
+      kind: "wait";
+      timeoutMs: number | null;
+      /** A durable wait (ctx.sleep, a named waitForSignal, waitFor): its step, reason and fixed deadline. */
+      durable?: { step: string; reason: "sleep" | "signal" | "children"; deadline: Date | null };
+    }
   /**
    * The handler parked its job itself, in its own transaction (a durable machine that only waits): nothing
    * is left to write; `timeoutMs` is when it wakes on its own (null: only an event wakes it).

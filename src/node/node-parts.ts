@@ -6,6 +6,7 @@
  * (./node-runtime.ts) runs the node with the parts; what a part needs from the runtime itself (its actors,
  * the attempts in flight, whether it drains) comes in as {@link NodeLinks}, called only later.
  */
+import type { DurableServices } from "../composition/durable/durable-services.js";
 import type { AnyActorRef } from "xstate";
 import type { Coordinator } from "../../coordinators/spi.js";
 import type { Clock } from "../core/clock.js";
@@ -56,6 +57,8 @@ export interface NodeRuntimeDeps {
    * (src/node/claim/lanes.ts). Absent: one catch-all lane for every queue.
    */
   queues?: ReadonlyMap<string, number> | null;
+  /** The durable handlers' services (docs/durable.md); absent: durable calls fail with NOT_DURABLE. */
+  durable?: DurableServices | null;
 }
 
 /** What the parts call back into the runtime for; none of it is called while the parts are built. */

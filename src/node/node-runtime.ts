@@ -132,6 +132,7 @@ export class NodeRuntime {
       logger: deps.logger,
       options: deps.options,
       store: deps.store,
+      durable: deps.durable ?? null,
       outcomes: this.writer,
       watchdogs: this.watchdogs,
       breakers: this.breakers,

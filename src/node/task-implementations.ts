@@ -4,6 +4,7 @@
  * bridge from a machine's named effect to the store, the handler or the event stream; the machines keep
  * every decision.
  */
+import type { DurableServices } from "../composition/durable/durable-services.js";
 import { JobContext } from "./attempt/job-context.js";
 import { JobTimeoutError } from "../core/errors.js";
 import { invokeHandler } from "./attempt/invoke-handler.js";
@@ -59,6 +60,8 @@ export interface TaskHost {
   readonly options: ResolvedRuntimeOptions;
   /** Payload loads, cancellation reads and permits. */
   readonly store: NodeStore;
+  /** The durable handlers' services (docs/durable.md); absent: durable calls fail with NOT_DURABLE. */
+  readonly durable?: DurableServices | null;
   /** Where a park that could not be written hands its job back. */
   readonly outcomes: OutcomeSink;
   /** Arms the slots' watchdogs. */
@@ -92,7 +95,7 @@ export function taskImplementations(host: TaskHost) {
   const { clock, events, logger, options, store, runOf } = host;
   const send = (run: JobRun, event: JobTaskEvent) => host.sendToSlot(run.slot, event);
   // What a handler's ctx.waitForSignal() and ctx.flow() read, and where a "wait" outcome parks the job.
-  const services = contextServices(store, host.nodeId, host.outcomes, events);
+  const services = contextServices(store, host.nodeId, host.outcomes, events, host.durable ?? undefined);
   const { rates } = host;
 
   const settle = (run: JobRun, outcome: TaskOutcome) => {

@@ -34,6 +34,7 @@ import type { Logger } from "../core/logger.js";
 import type { RateAdmission, RateWindow } from "./cluster/rate-limit-sql.js";
 import type { RateKey } from "../logic/rate-limit.js";
 import type { FlowStore, PauseStore, SignalStore } from "./composition/composition-store.js";
+import type { DurableStore } from "./durable/durable-store.js";
 
 /** The jobs' lifecycle: insert, claim, finish, cancel, read. */
 export interface JobLifecycleStore {
@@ -154,7 +155,10 @@ export interface JobStore
     SignalStore,
     PauseStore,
     TransactionStore,
-    ClusterStore {}
+    ClusterStore {
+  /** The durable handlers' statements (docs/durable.md), on this gateway's connection. */
+  readonly durable: DurableStore;
+}
 
 /**
  * What a node's runtime needs from the store: claim, finish, cancel checks, permits, rate limits, and a running job's
@@ -189,6 +193,8 @@ export interface ClusterStore
     RecurringStore,
     Pick<JobLifecycleStore, "enqueue">,
     Pick<TransactionStore, "transaction" | "databaseTime"> {
+  /** The durable handlers' statements; the pruner's pass deletes steps and signals of jobs that are gone. */
+  readonly durable?: DurableStore;
   /** The schema the gateway's tables are in (one node id may run once per schema in a process). */
   readonly schema: string;
   /**

@@ -13,6 +13,7 @@
 import { asPrivilegeError } from "../db/privilege-error.js";
 import { claimKeyedJobs, type KeyedClaim, type KeyedClaimArgs } from "./claim/keyed-claim.js";
 import { PostgresOperatorReads, type OperatorReads } from "./operator/operator-reads.js";
+import { PostgresDurableStatements, type DurableStore } from "./durable/durable-store.js";
 import type pg from "pg";
 import type { FoldedNotify } from "../../coordinators/spi.js";
 import type { NewJob } from "../input/enqueue-input.js";
@@ -150,6 +151,11 @@ export class PostgresJobStore extends PostgresClusterStatements implements Gatew
   /** Bounded reads for operators' views (the console), on the same connection as the gateway. */
   get operator(): OperatorReads {
     return new PostgresOperatorReads(this.db, this.tables);
+  }
+
+  /** The durable handlers' statements (docs/durable.md), on the same connection as the gateway. */
+  get durable(): DurableStore {
+    return new PostgresDurableStatements(this.db, this.tables);
   }
 
   // Transactions and housekeeping.

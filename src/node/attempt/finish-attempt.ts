@@ -16,6 +16,7 @@ import { Discard, isTimeoutCancellation, NonRetryableError, Snooze } from "./job
 import type { JobContext } from "./job-context.js";
 import type { JobRun } from "./job-run.js";
 import { WaitForSignal } from "../../composition/errors.js";
+import { DurableWait } from "../../composition/durable/durable-errors.js";
 import { MachineParked } from "../../composition/machine-errors.js";
 
 /**
@@ -27,6 +28,10 @@ export function settlementOf(error: unknown, ctx: JobContext): TaskOutcome {
   try {
     if (error instanceof Snooze) return { kind: "snooze", delayMs: error.delayMs };
     if (error instanceof WaitForSignal) return { kind: "wait", timeoutMs: error.timeoutMs };
+    if (error instanceof DurableWait) {
+      const { step, reason, deadline } = error;
+      return { kind: "wait", timeoutMs: null, durable: { step, reason, deadline } };
+    }
     if (error instanceof MachineParked) return { kind: "parked", timeoutMs: error.timeoutMs };
     if (isTimeoutCancellation(error, ctx.attemptToken)) return { kind: "timeout", error };
   } catch {
@@ -137,6 +142,38 @@ function handBack(
 }
 
 /**
+ * Parks an attempt on a durable wait through the context's services: the job keeps its recorded steps
+ * and runs again from the top when the wait ends. Without a node's services (pawl/testing's plain runner)
+ * the job cannot park, so it fails for good with a clear error.
+ */
+function parkDurable(
+  run: JobRun,
+  wait: NonNullable<Extract<TaskOutcome, { kind: "wait" }>["durable"]>,
+  deps: FinishDeps,
+  canceledOr: (event: () => void) => (ok: boolean) => void,
+): AttemptEnd {
+  const park = run.ctx?.services?.parkDurable;
+  if (!park) {
+    return fail(run, new NonRetryableError("durable waits need a running node to park the job"), false, deps);
+  }
+  const { info } = run;
+  // The deadline as a delay from now on this node's clock: the local sweep looks again then.
+  const timeoutMs = wait.deadline === null ? null : Math.max(0, wait.deadline.getTime() - deps.now());
+  park(
+    { id: info.id, deadline: wait.deadline },
+    info,
+    canceledOr(() =>
+      deps.events.emit("job:waiting", {
+        job: info,
+        timeoutMs,
+        durable: { step: wait.step, reason: wait.reason },
+      }),
+    ),
+  );
+  return "waiting";
+}
+
+/**
  * What finishing an attempt decided for its job (a constant: nothing is allocated for it). Tracing reads
  * it (src/node/attempt/attempt-spans.ts): whether a failure was retried or was the last is decided here only.
  */
@@ -213,6 +250,7 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
     case "rate-limited":
       return handBack(run, deps, canceledOr, "rate-limit", outcome.delayMs);
     case "wait": {
+      if (outcome.durable) return parkDurable(run, outcome.durable, deps, canceledOr);
       // Parked through the context's services (the node's store); a context without them (pawl/testing)
       // cannot park, so the job fails for good with a clear error instead.
       const park = run.ctx?.services?.park;

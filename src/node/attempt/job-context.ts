@@ -15,6 +15,13 @@ import {
   type WaitForSignalOptions,
 } from "../../composition/job-composition.js";
 import type { JobContextServices } from "../../composition/signals.js";
+import {
+  DurableRun,
+  type DurableWaitOptions,
+  type SpawnedJob,
+  type StepContext,
+} from "../../composition/durable/durable-run.js";
+import type { SpawnOptions } from "../../composition/durable/durable-services.js";
 import { progressJson } from "../../input/progress-input.js";
 
 /** What a handler learns about its attempt. */
@@ -27,6 +34,7 @@ export class JobContext implements AttemptScope {
   private abortReason: Error | null = null;
   private boundLogger: Logger | null = null;
   private composition: JobComposition | null = null;
+  private durable: DurableRun | null = null;
 
   constructor(
     /** The job id. */
@@ -114,8 +122,107 @@ export class JobContext implements AttemptScope {
    * await pawl.signal(jobId, { approved: true });
    * ```
    */
-  waitForSignal<P = unknown>(options?: WaitForSignalOptions): Promise<SignalDelivery<P>> {
-    return this.compositionView().waitForSignal<P>(options);
+  waitForSignal<P = unknown>(options?: WaitForSignalOptions): Promise<SignalDelivery<P>>;
+  /**
+   * The named, durable wait (docs/durable.md): returns the oldest signal `pawl.signal(id, payload, { name })`
+   * sent under `name` (kept if it came before the wait), or `{ timedOut: true }` once `timeoutMs` passed,
+   * and records the answer as a step: later runs get the same answer. Until then the job parks, holding
+   * nothing, and the run before the wait is not repeated past its recorded steps.
+   *
+   * @example
+   * ```ts
+   * const answer = await ctx.waitForSignal<{ approved: boolean }>("approval", { timeoutMs: 86_400_000 });
+   * ```
+   */
+  waitForSignal<P = unknown>(name: string, options?: DurableWaitOptions): Promise<SignalDelivery<P>>;
+  waitForSignal<P = unknown>(
+    nameOrOptions?: string | WaitForSignalOptions,
+    options?: DurableWaitOptions,
+  ): Promise<SignalDelivery<P>> {
+    if (typeof nameOrOptions === "string") return this.durableRun().waitForSignal<P>(nameOrOptions, options);
+    return this.compositionView().waitForSignal<P>(nameOrOptions);
+  }
+
+  /**
+   * Runs `fn` once for this job and records its JSON result under `name` (docs/durable.md). Every later
+   * run of the handler (after a retry, a crash, a sleep, a wait, a deploy, on any node) gets the recorded
+   * result back without calling `fn`. A `fn` that throws fails the attempt (the job's retry policy applies)
+   * and runs again on the next one; the steps before it do not. The body runs at least once: a crash after
+   * its effect and before its record runs it again, so external calls should pass `step.idempotencyKey`.
+   *
+   * @throws DurableStepError `DUPLICATE_STEP` for a name used twice in one run, `STEP_RESULT_INVALID` for a
+   *   result that does not round-trip through JSON, `STEP_RESULT_TOO_LARGE` over the limit (nothing is
+   *   recorded then), `STEP_KIND_MISMATCH` for a name recorded by another kind of call.
+   * @example
+   * ```ts
+   * pawl.register("order.fulfil", async (order: { id: string }, ctx) => {
+   *   const charge = await ctx.step("charge", (s) => payments.charge(order.id, { idempotencyKey: s.idempotencyKey }));
+   *   await ctx.step("ship", () => warehouse.ship(order.id, charge.id));
+   * });
+   * ```
+   */
+  step<T>(name: string, fn: (step: StepContext) => T | Promise<T>): Promise<T> {
+    return this.durableRun().step(name, fn);
+  }
+
+  /**
+   * A durable timer: parks the job until `msOrDate` (ms from the first run that reached it, or a Date).
+   * Parked, it holds no slot, no connection and no node; any node runs it again at the time (within about a
+   * second), past its recorded steps. Let the control error it throws propagate, as with Snooze.
+   *
+   * @throws DurableStepError `INVALID_STEP` for a negative or invalid time.
+   * @example
+   * ```ts
+   * await ctx.sleep("wait-3-days", 3 * 86_400_000);
+   * ```
+   */
+  sleep(name: string, msOrDate: number | Date): Promise<void> {
+    return this.durableRun().sleep(name, msOrDate);
+  }
+
+  /**
+   * Enqueues a child job once: recorded under `name`, so every later run gets the same child and never
+   * enqueues a second one. Options are those of `enqueue`, without `uniqueKey` and `client`.
+   *
+   * @example
+   * ```ts
+   * const thumb = await ctx.spawn("thumb", "image.thumbnail", { url });
+   * const [size] = await ctx.waitFor<number>("thumb-done", [thumb]);
+   * ```
+   */
+  spawn(name: string, type: string, payload?: unknown, options?: SpawnOptions): Promise<SpawnedJob> {
+    return this.durableRun().spawn(name, type, payload, options);
+  }
+
+  /**
+   * Parks the job until every given child (spawned by this job) is final, then returns their results (one
+   * child: its result; an array: the results in order). Recorded under `name`: later runs get the same
+   * answer.
+   *
+   * @throws ChildJobFailedError when a child ended DEAD or CANCELED (its id, status and error);
+   *   ChildWaitTimeoutError when `timeoutMs` passed first; DurableStepError `INVALID_STEP` for an id this
+   *   job did not spawn.
+   */
+  waitFor<R = unknown>(name: string, child: SpawnedJob | string, options?: DurableWaitOptions): Promise<R>;
+  waitFor<R = unknown>(
+    name: string,
+    children: readonly (SpawnedJob | string)[],
+    options?: DurableWaitOptions,
+  ): Promise<R[]>;
+  waitFor<R = unknown>(
+    name: string,
+    children: SpawnedJob | string | readonly (SpawnedJob | string)[],
+    options?: DurableWaitOptions,
+  ): Promise<R | R[]> {
+    return this.durableRun().waitFor<R>(name, children, options);
+  }
+
+  private durableRun(): DurableRun {
+    this.durable ??= new DurableRun(
+      { jobId: this.jobId, type: this.type, attempt: this.attempt },
+      this.services?.durable,
+    );
+    return this.durable;
   }
 
   /** The signal (or timeout) that made this run runnable, or null; does not wait. One read, cached. */

@@ -59,12 +59,13 @@ class LostMachineLease extends Error {
   }
 }
 
-/** The step runner: the job context's durable `ctx.step` when it has one, else the function itself. */
+/**
+ * The step runner: the job context's durable `ctx.step` (docs/durable.md), under the name
+ * `machine:<invoke id>#<occurrence>`, so the invoke's result is recorded once and a restored machine gets
+ * it back instead of running it again; the step list of `getJob(id).steps` shows every invoke.
+ */
 function stepRunner(ctx: JobContext): StepRun {
-  const step = (ctx as unknown as { step?: (name: string, fn: () => Promise<unknown>) => Promise<unknown> })
-    .step;
-  if (typeof step === "function") return (key, fn) => step.call(ctx, `machine:${key}`, fn);
-  return (_key, fn) => fn();
+  return (key, fn) => ctx.step(`machine:${key}`, () => fn());
 }
 
 /** The saved timers of the actor's root (the scheduling records xstate keeps, with their due times). */
@@ -243,13 +244,28 @@ function settle(run: Run, from: unknown, ms: number): Promise<void> {
   });
 }
 
+/** A live machine snapshot: its children are actor references, each with a snapshot of its own. */
+interface LiveSnapshot {
+  status: PhaseSnapshot["status"];
+  children: Record<string, { getSnapshot(): { status: string } } | undefined>;
+  error?: unknown;
+  output?: unknown;
+}
+
+/** The pure phase of a live snapshot (its children's statuses read from their own snapshots). */
+function phaseOf(snap: LiveSnapshot) {
+  const children: PhaseSnapshot["children"] = {};
+  for (const [id, ref] of Object.entries(snap.children)) children[id] = ref?.getSnapshot();
+  return machinePhase({ status: snap.status, children });
+}
+
 async function drive(deps: MachineRunnerDeps, run: Run, fresh: boolean): Promise<unknown> {
   const pollMs = deps.busyPollMs ?? 500;
   const holdMs = deps.holdMs ?? 200;
   let savedSnapshot: unknown = fresh ? null : run.actor.getSnapshot();
   for (;;) {
-    const snap = run.actor.getSnapshot() as PhaseSnapshot & { error?: unknown; output?: unknown };
-    const phase = machinePhase(snap);
+    const snap = run.actor.getSnapshot() as LiveSnapshot;
+    const phase = phaseOf(snap);
     if (phase === "error") throw snap.error;
     if (phase === "final") {
       await commit(deps, run, null);

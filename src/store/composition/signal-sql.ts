@@ -23,6 +23,7 @@ import type { ColumnValues } from "../jobs/finished-sql.js";
 import { idBatchParams, inIdBatchSql, valueAtRowSql } from "../jobs/id-batch-sql.js";
 import { clearLeaseSql, heldBySql } from "../jobs/lease-sql.js";
 import { named, type Queryable, type Tables } from "../../db/sql.js";
+import { durableTables } from "../durable/durable-tables.js";
 
 /** A job to park: its id and how long it may wait (null: until a signal comes). */
 export interface Park {
@@ -115,7 +116,9 @@ export async function deliverSignal(
 ): Promise<DeliverResult> {
   const ctes = releaseCtes(
     t,
-    `FROM ${t.jobs} j WHERE j.id = $1 AND j.status = 'WAITING' AND j.signal_state = 'waiting'`,
+    // A durable wait (a waiting step, migration 0018) takes named signals only (../durable/signal-inbox-sql.ts).
+    `FROM ${t.jobs} j WHERE j.id = $1 AND j.status = 'WAITING' AND j.signal_state = 'waiting'
+       AND NOT EXISTS (SELECT 1 FROM ${durableTables(t).steps} s WHERE s.job_id = j.id AND s.status = 'waiting')`,
     { signal_state: "'delivered'", signal_payload: "$2::jsonb" },
   );
   const stmt = named(
@@ -125,7 +128,8 @@ export async function deliverSignal(
      SELECT m.*, NULL AS current FROM moved m
      UNION ALL
      SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-            CASE WHEN j.status = 'WAITING' THEN 'WAITING (for its flow dependencies)' ELSE j.status END
+            CASE WHEN j.status = 'WAITING' AND j.signal_state = 'waiting' THEN 'WAITING (on a durable wait)'
+                 WHEN j.status = 'WAITING' THEN 'WAITING (for its flow dependencies)' ELSE j.status END
      FROM ${t.all} j WHERE j.id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
   );
   const rows = await runReturn<WokenRow & { current: string | null; id: string | null }>(

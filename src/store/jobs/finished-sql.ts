@@ -47,6 +47,7 @@ export const jobTableColumns = [
   "trace_context",
   "concurrency_key",
   "concurrency_limit",
+  "parent_job_id",
 ] as const;
 
 /** A column of the job tables. */

@@ -58,6 +58,8 @@ const bookkeepingColumns: ReadonlySet<JobTableColumn> = new Set([
   "signal_deadline",
   "signaled_at",
   "trace_context",
+  // The view scheduler_job_all (what reads name) predates it; a durable job's children are its steps.
+  "parent_job_id",
 ]);
 
 /** The columns a {@link JobRow} has: the job tables' ({@link jobTableColumns}), in their order. */

@@ -38,6 +38,34 @@ async function counts(): Promise<Record<string, number>> {
 }
 
 describe("pruner", () => {
+  it("deletes the durable steps and signals of jobs whose history is gone, and keeps a live job's", async () => {
+    const n = clusterNode(schema, "pruner-durable", { pruneBatchSize: 100 });
+    ends.push(n.end);
+    await insertFinished(pool, schema, "SUCCEEDED", 3, 2 * day); // pruned by this pass
+    await insertFinished(pool, schema, "SUCCEEDED", 2, hour); // kept
+    await pool.query(`INSERT INTO "${schema}".scheduler_job_queue (type) VALUES ('live')`);
+    // One step and one signal for every job, whatever its state.
+    await pool.query(
+      `INSERT INTO "${schema}".scheduler_job_step (job_id, name, kind, status, attempt)
+       SELECT id, 's', 'step', 'succeeded', 1 FROM "${schema}".scheduler_job_all`,
+    );
+    await pool.query(
+      `INSERT INTO "${schema}".scheduler_job_signal (job_id, name) SELECT id, 'x' FROM "${schema}".scheduler_job_all`,
+    );
+    const r = await n.services.pruner.runOnce();
+    expect(r).toMatchObject({ succeeded: 3, durable: 6 });
+    const left = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_step s
+       WHERE EXISTS (SELECT 1 FROM "${schema}".scheduler_job_all j WHERE j.id = s.job_id)`,
+    );
+    const all = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${schema}".scheduler_job_step`,
+    );
+    expect(all.rows[0]!.n).toBe(3);
+    expect(left.rows[0]!.n).toBe(3);
+    await pool.query(`TRUNCATE "${schema}".scheduler_job_step, "${schema}".scheduler_job_signal`);
+  });
+
   it("deletes finished rows past their retention in batches and keeps the rest", async () => {
     const n = clusterNode(schema, "pruner", { pruneBatchSize: 100 });
     ends.push(n.end);

@@ -63,6 +63,14 @@ describe("durable machines", () => {
         [1, "PAY", "consumed"],
       ]);
       expect(charges).toEqual([{ orderId: "o1", amount: 42, attempt: 1 }]);
+      // The invoke ran as a durable step, named by its invoke id and occurrence.
+      const steps = await pool.query(
+        `SELECT name, status, result FROM "${schema}".scheduler_job_step WHERE job_id = $1`,
+        [job.id],
+      );
+      expect(steps.rows).toEqual([
+        { name: "machine:payment#1", status: "succeeded", result: { value: { receipt: "r-o1" } } },
+      ]);
 
       await expect(client.send(job.id, { type: "NOTE", text: "late" })).rejects.toBeInstanceOf(
         MachineFinishedError,
@@ -145,6 +153,8 @@ describe("durable machines", () => {
     await a.send(job.id, { type: "PAY" });
     await charging;
     for (const text of ["a", "b", "c"]) await a.send(job.id, { type: "NOTE", text });
+    // The invoke still runs: the machine holds its node (it may not park with work in flight).
+    expect(await a.getJob(job.id)).toMatchObject({ status: "RUNNING", machine: { value: "charging" } });
     const done = succeeded(a, job.id);
     release();
     await a.send(job.id, { type: "SHIP", carrier: "x" });

@@ -64,8 +64,14 @@ describe("finished rows", () => {
         )
       ).rows.map((r) => r.attname);
     expect(await cols("scheduler_job_queue")).toEqual([...jobTableColumns]);
-    // The finished table has one more, last: which partition a row goes to (migration 0016).
-    expect(await cols("scheduler_job_finished")).toEqual([...jobTableColumns, "time_partitioned"]);
+    // The finished table has one more: which partition a row goes to (migration 0016). Columns added to
+    // both tables after it (0018's parent_job_id) come after it there; the moves name every column.
+    const since0016 = ["parent_job_id"];
+    expect(await cols("scheduler_job_finished")).toEqual([
+      ...jobTableColumns.filter((c) => !since0016.includes(c)),
+      "time_partitioned",
+      ...since0016,
+    ]);
   });
 
   it("a completed or killed job moves to the finished table and reads back with its result and errors", async () => {

@@ -115,7 +115,8 @@ describe("signalSweepDelayMs", () => {
     ["no parked job has a deadline: the idle interval", null, 10_000],
     ["the next deadline, rounded up", 250.2, 251],
     ["an overdue deadline: 10 ms, not a spin", -5, 10],
-    ["a deadline beyond the interval: the interval", 5_000, 1000],
+    ["a deadline beyond the interval: that deadline", 5_000, 5_000],
+    ["a deadline beyond the idle interval: the idle interval", 86_400_000, 10_000],
     ["the sweep failed: the interval", undefined, 1000],
   ] as [string, number | null | undefined, number][])("%s", (_name, next, expected) => {
     expect(signalSweepDelayMs(next, 1000, 10_000)).toBe(expected);
