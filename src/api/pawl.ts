@@ -315,7 +315,13 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     this.runtime.start();
     cluster.start();
     // Times out parked signal waits (docs/composition.md#signals).
-    this.signalSweeper = new SignalSweeper({ deps: this.composition, clock: c.clock });
+    this.signalSweeper = new SignalSweeper({
+      deps: this.composition,
+      clock: c.clock,
+      // A node that runs durable machines sweeps at least every second even when it knows no deadline: a
+      // timer parked by a node that died since must still fire within about a second of its due time.
+      ...(this.machineRegistry ? { idleIntervalMs: 1000 } : {}),
+    });
     this.signalSweeper.start();
     // A node declared dead by the others (it missed heartbeats) has had its jobs recovered: the ones
     // still waiting in its buffer would run a second time, so they are dropped.
