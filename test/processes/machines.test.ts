@@ -6,80 +6,19 @@
  * sends committed (the inbox numbers); none lost, none stuck. Then `after` timers of 2 s must fire within
  * 1 s of their due time although the node that parked them was killed.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { databaseUrl } from "../helpers/db.js";
 import { setupSchema } from "../helpers/pawl.js";
-import { fastCluster, until } from "./harness.js";
+import { until } from "./harness.js";
+import { enqueue as enqueueIn, procs, Proc, startNode as startIn } from "./machine-procs.js";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const tsx = join(root, "node_modules", ".bin", "tsx");
 const machines = Number(process.env.MACHINES_SCALE ?? 100);
 
 let schema: string;
 let pool: pg.Pool;
 let cleanup: () => Promise<void>;
-const procs: Proc[] = [];
-
-/** A spawned script; `ready` resolves with its first JSON line of `event`. */
-class Proc {
-  readonly child: ChildProcess;
-  pid = 0;
-  out = "";
-  err = "";
-  readonly exited: Promise<void>;
-  constructor(script: string, env: Record<string, string>) {
-    this.child = spawn(tsx, [join(root, "test", "processes", script)], {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: databaseUrl, PAWL_SCHEMA: schema, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    this.child.stdout?.on("data", (c: Buffer) => (this.out += c.toString()));
-    this.child.stderr?.on("data", (c: Buffer) => (this.err += c.toString()));
-    this.exited = new Promise((resolve) => this.child.once("exit", () => resolve()));
-    procs.push(this);
-  }
-  line(event: string): Promise<Record<string, unknown>> {
-    return new Promise((resolve, reject) => {
-      const look = () => {
-        const l = this.out.split("\n").find((x) => x.includes(`"event":"${event}"`));
-        if (l) {
-          const msg = JSON.parse(l) as Record<string, unknown>;
-          if (typeof msg.pid === "number") this.pid = msg.pid;
-          resolve(msg);
-          return true;
-        }
-        return false;
-      };
-      if (look()) return;
-      this.child.stdout?.on("data", look);
-      void this.exited.then(() => {
-        if (!look()) reject(new Error(`process exited before ${event}: ${this.err.slice(-2000)}`));
-      });
-    });
-  }
-  kill9(): void {
-    try {
-      if (this.pid) process.kill(this.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    this.child.kill("SIGKILL");
-  }
-}
-
-let nodeCount = 0;
-async function startNode(): Promise<Proc> {
-  const p = new Proc("machine-node-process.ts", {
-    PAWL_NODE_ID: `${schema}-n${nodeCount++}`,
-    NODE_OPTIONS_JSON: JSON.stringify({ ...fastCluster, schema, connectionString: databaseUrl }),
-  });
-  await p.line("ready");
-  return p;
-}
+const startNode = () => startIn(schema);
+const enqueue = (type: string, payloads: unknown[]) => enqueueIn(pool, schema, type, payloads);
 
 beforeAll(async () => {
   ({ schema, pool, cleanup } = await setupSchema("mkill"));
@@ -89,14 +28,6 @@ afterAll(async () => {
   await Promise.all(procs.map((p) => p.exited));
   await cleanup();
 });
-
-async function enqueue(type: string, payloads: unknown[]): Promise<string[]> {
-  const { rows } = await pool.query<{ id: string }>(
-    `INSERT INTO "${schema}".scheduler_job_queue (type, payload) SELECT $1, p FROM unnest($2::jsonb[]) p RETURNING id`,
-    [type, payloads.map((p) => JSON.stringify(p))],
-  );
-  return rows.map((r) => r.id);
-}
 
 describe("durable machines under kill -9", () => {
   it(`${machines} machines x 10 events from 3 processes: each event once, in commit order, none stuck`, async () => {
@@ -111,7 +42,7 @@ describe("durable machines under kill -9", () => {
       ["c", 3],
     ].map(
       ([name, perJob]) =>
-        new Proc("machine-sender.ts", {
+        new Proc(schema, "machine-sender.ts", {
           SENDER: String(name),
           PER_JOB: String(perJob),
           JOB_IDS: ids.join(","),
