@@ -303,8 +303,12 @@ async function drive(deps: MachineRunnerDeps, run: Run, fresh: boolean): Promise
     const parked = await deps.store.transaction(async (tx) => {
       if (!(await tx.relock(run.jobId, run.nodeId))) throw new LostMachineLease(run.jobId);
       if (await tx.hasPendingEvent(run.jobId)) return false;
-      // Nothing runs (idle) and no timer is due: the snapshot cannot change under this save.
-      if (!(await tx.save(run.jobId, run.nodeId, saveOf(run, false)))) throw new LostMachineLease(run.jobId);
+      // Nothing runs (idle) and no timer is due: the snapshot cannot change under this save. It is
+      // written only when it changed since the last commit (timers and occurrences change with it).
+      const changed = run.actor.getSnapshot() !== savedSnapshot;
+      if (changed && !(await tx.save(run.jobId, run.nodeId, saveOf(run, false)))) {
+        throw new LostMachineLease(run.jobId);
+      }
       if (!(await tx.park(run.jobId, run.nodeId, wakeMs))) throw new LostMachineLease(run.jobId);
       return true;
     });
