@@ -62,7 +62,7 @@ export type { WaitForOptions } from "./api/wait-for.js";
 export type { PawlErrorCode } from "./core/errors.js";
 export { priorities, resolvePriority } from "./input/priority.js";
 export type { Priority, PriorityName } from "./input/priority.js";
-export type { Job, JobStatus, JobErrorRecord } from "./core/job.js";
+export type { Job, JobStatus, JobErrorRecord, JobStep } from "./core/job.js";
 export type { EnqueuedJob } from "./store/jobs/enqueue-jobs.js";
 export type { SqlClient } from "./db/sql.js";
 export type { CancelResult } from "./store/jobs/cancel-job.js";

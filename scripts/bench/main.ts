@@ -35,6 +35,9 @@
  *                                         primary (one node, two nodes) against 20,000 on each of two, a
  *                                         node bound to each; URL is the second primary's bench database
  *                                         (two-primaries.ts; docs/scaling.md says how to start one)
+ *             --durable                   durable handlers (issue 41): a no-op step's cost, sleep due ->
+ *                                         resume p50/p99, 100,000 parked jobs against none (claim, drain,
+ *                                         idle cost), interleaved (durable.ts; docs/durable.md)
  *             --graveyard                 idle-poll and claim cost over 200,000 dead tuples, with and
  *                                         without claim cursors (database pawl_graveyard, or
  *                                         GRAVEYARD_DATABASE_URL)
@@ -88,6 +91,7 @@ const { values: flags } = parseArgs({
     // Hook for the claim-cursor benchmark of issue 7, which belongs to the claim-cursor work.
     graveyard: { type: "boolean", default: false },
     fairness: { type: "boolean", default: false },
+    durable: { type: "boolean", default: false },
     goals: { type: "boolean", default: false },
     skip: { type: "string" },
     "curve-runs": { type: "string", default: "1" },
@@ -146,6 +150,15 @@ if (flags.fairness) {
   await ensureDatabase(url);
   const { runFairness } = await import("./fairness.js");
   console.log(JSON.stringify(await runFairness({ databaseUrl: url }), null, 2));
+  process.exit(0);
+}
+
+if (flags.durable) {
+  const url = benchDatabaseUrl(flags["database-url"]);
+  const { runDurable } = await import("./durable.js");
+  const result = await runDurable({ databaseUrl: url });
+  if (flags["json-out"]) writeFileSync(flags["json-out"], JSON.stringify(result, null, 2));
+  console.log(JSON.stringify(result, null, 2));
   process.exit(0);
 }
 

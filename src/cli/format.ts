@@ -4,6 +4,7 @@
  */
 import { machineDetail } from "./machine-format.js";
 import type { Job } from "../store/jobs/job-row.js";
+import type { JobStep } from "../core/job.js";
 
 /** Pretty JSON, two-space indented (Dates become ISO strings). */
 export function json(value: unknown): string {
@@ -103,8 +104,29 @@ export function jobDetail(job: Job): string {
     lines.push(`errors (${job.errors.length}, oldest first):`);
     for (const e of job.errors) lines.push(`  #${e.attempt} ${e.at} ${e.name}: ${cell(e.message, 200)}`);
   }
+  if (job.steps && job.steps.length > 0) lines.push(...stepLines(job.steps));
   if (job.machine) lines.push(...machineDetail(job.machine));
   return lines.join("\n");
+}
+
+/** A durable job's steps (docs/durable.md), one line each, oldest first. */
+function stepLines(steps: readonly JobStep[]): string[] {
+  const name = Math.max(...steps.map((s) => s.name.length));
+  const out = [`steps (${steps.length}):`];
+  for (const s of steps) {
+    const took =
+      s.finishedAt === null ? "" : ` ${Math.max(0, s.finishedAt.getTime() - s.startedAt.getTime())} ms`;
+    const what =
+      s.status === "waiting"
+        ? `waiting${s.wakeAt ? ` until ${s.wakeAt.toISOString()}` : ""}${s.children ? ` for ${s.children.join(", ")}` : ""}`
+        : s.status === "failed"
+          ? `failed: ${cell(s.error ?? "", 120)}`
+          : `-> ${cell(s.resultPreview ?? "", 120)}`;
+    out.push(
+      `  ${s.name.padEnd(name)}  ${s.kind.padEnd(6)} #${s.attempt} ${s.startedAt.toISOString()}${took}  ${what}`,
+    );
+  }
+  return out;
 }
 
 function indent(text: string): string {

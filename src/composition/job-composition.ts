@@ -92,7 +92,7 @@ export class JobComposition {
   ) {}
 
   private load(): Promise<JobCompositionRow | null> {
-    this.row ??= this.services ? this.services.read(this.jobId) : Promise.resolve(null);
+    this.row ??= this.services?.read ? this.services.read(this.jobId) : Promise.resolve(null);
     return this.row;
   }
 

@@ -135,10 +135,10 @@ async function signalNamed(
  * for an attempt that ended with `waitForSignal()`. Supplied by the node runtime; absent elsewhere.
  */
 export interface JobContextServices {
-  /** Reads the job's signal state and flow view. */
-  read(jobId: string): Promise<JobCompositionRow | null>;
+  /** Reads the job's signal state and flow view (absent: none, as under pawl/testing). */
+  read?(jobId: string): Promise<JobCompositionRow | null>;
   /** Parks the attempt (WAITING); `done` learns whether the row was still held by this node. */
-  park(item: Park, done: (accepted: boolean) => void): void;
+  park?(item: Park, done: (accepted: boolean) => void): void;
   /** Stores a validated progress value (throttled by the node's writer) and emits `job:progress`. */
   progress?(event: PawlEvents["job:progress"], progressJson: string): void;
   /** The durable handlers' store and spawn (docs/durable.md); absent where nothing can record steps. */

@@ -84,4 +84,30 @@ export interface Job<P = unknown> {
   progress?: unknown;
   /** For a durable machine's job (`registerMachine`): its state, context, timers and events. */
   machine?: MachineView;
+  /**
+   * A durable job's recorded steps (docs/durable.md), oldest first: read by `getJob` only (absent from
+   * lists); an empty array for a job without any.
+   */
+  steps?: JobStep[];
+}
+
+/** One recorded step of a durable job, as `getJob(id).steps` lists it. */
+export interface JobStep {
+  name: string;
+  /** The call that recorded it. */
+  kind: "step" | "sleep" | "signal" | "spawn" | "wait";
+  /** waiting: the job is parked on it; succeeded: recorded; failed: its last run threw. */
+  status: "waiting" | "succeeded" | "failed";
+  /** The attempt that wrote it last. */
+  attempt: number;
+  startedAt: Date;
+  finishedAt: Date | null;
+  /** A waiting sleep's due time, or a wait's timeout. */
+  wakeAt: Date | null;
+  /** A spawn's child, or the children a wait awaits. */
+  children: string[] | null;
+  /** The recorded result's JSON, cut to 200 characters (null while waiting or after a failure). */
+  resultPreview: string | null;
+  /** The failure's message, when its last run threw. */
+  error: string | null;
 }

@@ -95,7 +95,8 @@ export type ExplainJob = Pick<
   | "flowId"
   | "waitingFor"
   | "pausedBy"
->;
+> &
+  Partial<Pick<Job, "steps">>;
 
 /** A pause of a queue or a job type. */
 export interface ExplainPause {
@@ -155,6 +156,8 @@ export interface ExplainFacts {
   concurrency?: { key: string; limit: number | null; running: number } | null;
   /** The job's unfinished flow dependencies (empty for a job not waiting on its flow). */
   dependencies: ExplainDependency[];
+  /** The states of the children a durable job waits for (ctx.waitFor); absent when it waits for none. */
+  children?: { id: string; status: string }[];
   /** The cluster's dead-node threshold and orphan sweep interval (for the expected rescue time). */
   deadNodeThresholdMs: number;
   orphanSweepIntervalMs: number;

@@ -39,6 +39,19 @@ export function describeReason(r: ExplainReason, now: Date): string {
         : `paused: its ${r.by} ${JSON.stringify(r.name)} is paused${ago(r.since)}${r.pausedBy ? ` by ${r.pausedBy}` : ""}`;
     case "waiting-signal":
       return "waiting for a signal (pawl.signal(id, payload) resumes it)";
+    case "waiting-durable":
+      if (r.wait === "sleep") return `sleeping until ${r.until?.toISOString() ?? "?"} (step '${r.step}')`;
+      if (r.wait === "signal") {
+        return (
+          `waiting for signal '${r.step}' since ${r.since.toISOString()}` +
+          (r.until ? `, times out at ${r.until.toISOString()}` : "")
+        );
+      }
+      return (
+        `waiting for ${r.pending?.length ?? 0} of ${r.total ?? 0} children (${(r.pending ?? []).join(", ")})` +
+        ` (step '${r.step}')` +
+        (r.until ? `, times out at ${r.until.toISOString()}` : "")
+      );
     case "waiting-dependencies":
       return r.dependencies.length > 0
         ? `waiting for its flow ${r.flowId ?? ""} dependencies: ${r.dependencies

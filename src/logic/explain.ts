@@ -69,6 +69,20 @@ export interface PausedReason {
 export interface WaitingSignalReason {
   kind: "waiting-signal";
 }
+/** Parked on a durable wait (docs/durable.md): a sleep, a named signal, or children. */
+export interface WaitingDurableReason {
+  kind: "waiting-durable";
+  /** The step it is parked on. */
+  step: string;
+  wait: "sleep" | "signal" | "children";
+  /** When the wait began (its step's start). */
+  since: Date;
+  /** A sleep's due time, or the wait's timeout; null: none. */
+  until: Date | null;
+  /** For children: the ids still live, and how many it awaits in all. */
+  pending?: string[];
+  total?: number;
+}
 /** A flow member whose dependencies have not all finished. */
 export interface WaitingDependenciesReason {
   kind: "waiting-dependencies";
@@ -139,6 +153,7 @@ export type ExplainReason =
   | OrphanedReason
   | PausedReason
   | WaitingSignalReason
+  | WaitingDurableReason
   | WaitingDependenciesReason
   | ScheduledReason
   | KeyAtLimitReason
@@ -196,10 +211,12 @@ export function explainJob(facts: ExplainFacts): Explanation {
   const reasons: ExplainReason[] = [];
   if (job.status === "PAUSED") reasons.push(pausedReason(facts));
   if (job.status === "WAITING") {
+    const durable = durableWait(facts);
     reasons.push(
-      job.waitingFor === "signal"
-        ? { kind: "waiting-signal" }
-        : { kind: "waiting-dependencies", flowId: job.flowId ?? null, dependencies: facts.dependencies },
+      durable ??
+        (job.waitingFor === "signal"
+          ? { kind: "waiting-signal" }
+          : { kind: "waiting-dependencies", flowId: job.flowId ?? null, dependencies: facts.dependencies }),
     );
   }
   const dueIn = job.scheduledTime.getTime() - now.getTime();
@@ -358,4 +375,24 @@ function summary(n: ExplainNode): LiveNodeSummary {
     types: n.registry?.types.map((t) => t.type) ?? [],
     queues: n.registry?.queues?.map((q) => q.name) ?? null,
   };
+}
+
+/** The durable wait a WAITING job is parked on (its waiting step), or null for another kind of wait. */
+function durableWait(facts: ExplainFacts): WaitingDurableReason | null {
+  const step = facts.job.steps?.find((s) => s.status === "waiting");
+  if (!step || step.kind === "step" || step.kind === "spawn") return null;
+  const wait = step.kind === "wait" ? "children" : step.kind;
+  const base: WaitingDurableReason = {
+    kind: "waiting-durable",
+    step: step.name,
+    wait,
+    since: step.startedAt,
+    until: step.wakeAt,
+  };
+  if (wait !== "children") return base;
+  const awaited = step.children ?? [];
+  const live = new Map((facts.children ?? []).map((c) => [c.id, c.status]));
+  const final = new Set(["SUCCEEDED", "DEAD", "CANCELED"]);
+  const pending = awaited.filter((id) => live.has(id) && !final.has(live.get(id)!));
+  return { ...base, pending, total: awaited.length };
 }

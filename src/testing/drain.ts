@@ -1,5 +1,6 @@
 /**
- * drain(): runs what is due, once. The due PENDING jobs of the chosen types are claimed through the real
+ * drain(): runs what is due, once. Durable handlers run with their steps recorded, park on their waits,
+ * and a `now` ahead of the database's time is their clock: sleeps and timeouts due by then end. The due PENDING jobs of the chosen types are claimed through the real
  * store (the runtime's claim statement, in its priority and age order) under a node id of this drain,
  * then each is run by {@link runAttempt} and its outcome written through the store. Everything is claimed
  * before anything runs, so a job that a handler enqueues, or that a failure puts back for a retry, is not
@@ -93,6 +94,9 @@ export async function drain<Tasks extends object>(
   if (types.length === 0) return result as unknown as DrainResult<Tasks>;
   const nodeId = `pawl-testing-drain-${randomBytes(4).toString("hex")}`;
   const now = options.now ?? (await pawl.store.databaseTime());
+  // Durable handlers (docs/durable.md): a time ahead makes the sleeps and wait timeouts due by then
+  // runnable first, so a test skips a three-day sleep with `now`.
+  if (options.now) await pawl.store.durable.wakeDue(options.now);
 
   const args = {
     nodeId,
@@ -116,7 +120,7 @@ export async function drain<Tasks extends object>(
   try {
     for (; next < claimed.length; next++) {
       const job = claimed[next] as ClaimedJob;
-      const attempt = await runAttempt(pawl, job, registered.get(job.type)!, nodeId);
+      const attempt = await runAttempt(pawl, job, registered.get(job.type)!, nodeId, options.now);
       result.jobs.push(attempt);
       if (attempt.status === "succeeded") result.succeeded++;
       else if (attempt.status === "retried") result.retried++;

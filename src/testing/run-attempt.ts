@@ -7,6 +7,8 @@
  * node: circuit breakers, resource permits and rate limits are not consulted.
  */
 import { PawlEventEmitter, toError, type PawlEventName, type PawlEvents } from "../core/events.js";
+import { durableServices } from "../composition/durable/durable-services.js";
+import type { JobContextServices } from "../composition/signals.js";
 import { runValidator } from "../input/enqueue-input.js";
 import { watchdogSchedule } from "../logic/watchdog-schedule.js";
 import type { TaskOutcome } from "../machines/job-task-machine.js";
@@ -107,6 +109,8 @@ export async function runAttempt(
   claimed: ClaimedJob,
   type: JobType,
   nodeId: string,
+  /** A clock ahead of the database's for durable handlers (drain's `now`). */
+  durableNow?: Date,
 ): Promise<AttemptResult> {
   const { clock, logger } = pawl.config;
   const options = runtimeOptionsOf(pawl);
@@ -115,6 +119,7 @@ export async function runAttempt(
   const now = clock.now();
   const timeoutMs = claimed.timeoutMs ?? type.timeoutMs ?? options.defaultTimeoutMs;
   const info = jobInfo(claimed);
+  const durable = durableContext(pawl, nodeId, durableNow);
   const ctx = new JobContext(
     claimed.id,
     claimed.type,
@@ -123,6 +128,7 @@ export async function runAttempt(
     now + timeoutMs,
     logger.child({ jobId: claimed.id, jobType: claimed.type, nodeId }),
     nodeId,
+    durable.services,
   );
   // Only what finishAttempt and this runner read; the node-only fields of a JobRun (its slot, task and
   // watchdog arming) have no meaning outside a node.
@@ -178,6 +184,7 @@ export async function runAttempt(
     breakerResult: () => {},
   });
   await writer.settled();
+  await durable.settled();
   return toResult(run, outcome, events.outcome);
 }
 
@@ -256,4 +263,30 @@ function toResult(
     default:
       return { ...base, status: "lost" };
   }
+}
+
+/**
+ * The context services of a durable handler under pawl/testing: the real durable store and spawn, and a
+ * park that writes through the store like a node's (the job was claimed under `nodeId`).
+ */
+function durableContext(
+  pawl: AnyPawl,
+  nodeId: string,
+  testNow: Date | undefined,
+): { services: JobContextServices; settled: () => Promise<unknown> } {
+  const durable = durableServices(
+    { store: pawl.store, config: pawl.config, hooks: undefined, events: pawl.events },
+    undefined,
+    testNow,
+  );
+  // The park is written before the attempt's result is returned, like the outcome (DirectWriter).
+  const parks: Promise<void>[] = [];
+  // No `read` or `park`: the unnamed waitForSignal() still fails here, as documented (guide/testing.md).
+  const services: JobContextServices = {
+    durable,
+    parkDurable: (park, job, done) => {
+      parks.push(durable.park(nodeId, park, job).then(done, () => done(false)));
+    },
+  };
+  return { services, settled: () => Promise.all(parks) };
 }

@@ -11,7 +11,8 @@
  * Environment: DATABASE_URL, PAWL_SCHEMA, PAWL_NODE_ID, PAWL_CONCURRENCY (read by createPawl), and
  * NODE_OPTIONS_JSON: extra createPawl options plus `graceMs` for the stop. The fault tests add
  * PAWL_FAULT_KIT, PAWL_FAULT_SCHEDULE, PAWL_RECORDS_URL and PAWL_PROBE_TYPE / PAWL_PROBE_PEER_TYPE (below);
- * the rate-limit test PAWL_RATE_LIMIT, the waitFor test PAWL_OUTCOME_KIT.
+ * the rate-limit test PAWL_RATE_LIMIT, the waitFor test PAWL_OUTCOME_KIT, the durable crash test
+ * PAWL_DURABLE_KIT.
  */
 import { performance } from "node:perf_hooks";
 import pg from "pg";
@@ -142,6 +143,41 @@ if (process.env.PAWL_OUTCOME_KIT === "1") {
       const timer = setTimeout(resolve, 60_000);
       ctx.signal.addEventListener("abort", () => resolve(clearTimeout(timer)), { once: true });
     });
+  });
+}
+
+// PAWL_DURABLE_KIT=1 (durable-crash.test.ts): a durable handler of 5 steps with a child (spawned and
+// awaited after step 1), a sleep (after step 2) and a named signal "go" (after step 4). Each step body
+// records its start and its end in `<schema>.step_runs` (the end just before the body returns, so a kill
+// between the end and the step's record is what runs a body twice); the child records its runs in
+// `<schema>.child_runs`.
+if (process.env.PAWL_DURABLE_KIT === "1") {
+  const mark = (ctx: { jobId: string; nodeId: string }, step: string, phase: string) =>
+    records.query(
+      `INSERT INTO "${schema}".step_runs (job_id, step, node_id, phase) VALUES ($1, $2, $3, $4)`,
+      [ctx.jobId, step, ctx.nodeId, phase],
+    );
+  pawl.register("durable", async (p: { sleepMs: number; stepMs: number }, ctx) => {
+    let sum = 0;
+    for (let i = 1; i <= 5; i++) {
+      sum += await ctx.step(`s${i}`, async () => {
+        await mark(ctx, `s${i}`, "start");
+        await new Promise((resolve) => setTimeout(resolve, p.stepMs));
+        await mark(ctx, `s${i}`, "end");
+        return i;
+      });
+      if (i === 1) await ctx.waitFor<number>("kid-done", await ctx.spawn("kid", "durable-child", {}));
+      if (i === 2) await ctx.sleep("nap", p.sleepMs);
+      if (i === 4 && (await ctx.waitForSignal("go")).timedOut) throw new Error("no timeout was set");
+    }
+    return sum;
+  });
+  pawl.register("durable-child", async (_p, ctx) => {
+    await records.query(`INSERT INTO "${schema}".child_runs (job_id, node_id) VALUES ($1, $2)`, [
+      ctx.jobId,
+      ctx.nodeId,
+    ]);
+    return 7;
   });
 }
 

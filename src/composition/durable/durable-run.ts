@@ -89,11 +89,24 @@ export class DurableRun {
     const svc = this.svc(name);
     this.loaded ??= svc.store.loadSteps(this.scope.jobId).then((l) => {
       for (const s of l.steps) this.recorded.set(s.name, s);
-      this.now = l.now;
+      this.now = this.later(l.now);
       return l;
     });
     await this.loaded;
     return this.recorded.get(name);
+  }
+
+  /** The database's time, or pawl/testing's clock when that is ahead. */
+  private later(dbNow: Date): Date {
+    const t = this.services?.testNow;
+    return t && t.getTime() > dbNow.getTime() ? t : dbNow;
+  }
+
+  /** A wait's end `afterMs` from now: fixed here when pawl/testing's clock is ahead, else by the database. */
+  private end(afterMs: number | null): { at: Date | null; afterMs: number | null } {
+    const t = this.services?.testNow;
+    if (afterMs === null || !t) return { at: null, afterMs };
+    return { at: new Date(t.getTime() + afterMs), afterMs: null };
   }
 
   /** Validates a name and takes it for this run. */
@@ -234,11 +247,10 @@ export class DurableRun {
       name,
       kind,
       attempt,
-      at,
-      afterMs,
+      ...(at === null ? this.end(afterMs) : { at, afterMs: null }),
       children: children ?? null,
     });
-    this.now = begun.now;
+    this.now = this.later(begun.now);
     return this.keep(begun.step);
   }
 

@@ -24,6 +24,11 @@ export interface DurableServices {
   /** The size limit of one step's recorded result (bytes of JSON). */
   readonly maxStepResultBytes: number;
   /**
+   * pawl/testing's clock ahead of the database's (drain's `now`): durable decisions take the later of the
+   * two, and waits begun then end that long after it. Absent on a node.
+   */
+  readonly testNow?: Date;
+  /**
    * Enqueues the child of step `name` of `parentId` once: returns its id, the recorded one when the spawn
    * is recorded already (a re-run, or another run of the same attempt).
    *
@@ -55,12 +60,14 @@ export interface ParkedWork {
 export function durableServices(
   deps: CompositionDeps,
   maxStepResultBytes = defaultMaxStepResultBytes,
+  testNow?: Date,
 ): DurableServices {
   const store = deps.store.durable;
   return {
     store,
     events: deps.events,
     maxStepResultBytes,
+    ...(testNow ? { testNow } : {}),
     async spawn(parentId, name, attempt, type, payload, options) {
       const o = (options ?? {}) as Record<string, unknown>;
       for (const key of ["uniqueKey", "client"]) {

@@ -67,3 +67,22 @@ export async function recheckDurable(db: Queryable, t: Tables, id: string): Prom
   const res = await db.query<{ n: string }>(stmt([id]));
   return Number(res.rows[0]?.n ?? 0) > 0;
 }
+
+/**
+ * Wakes the durably parked jobs whose wait ends by `at` (pawl/testing's drain with a time ahead: its sleeps
+ * and timeouts skip ahead). Returns how many it woke.
+ */
+export async function wakeDue(db: Queryable, t: Tables, at: Date): Promise<number> {
+  const d = durableTables(t);
+  const stmt = named(
+    t,
+    "durable_wake_due",
+    `WITH w AS (
+       SELECT ${d.wake}(j.id) FROM ${t.jobs} j
+       WHERE j.status = 'WAITING' AND j.signal_state = 'waiting' AND j.signal_deadline <= $1::timestamptz
+         AND EXISTS (SELECT 1 FROM ${d.steps} s WHERE s.job_id = j.id AND s.status = 'waiting')
+     )
+     SELECT (SELECT count(*) FROM w) AS n`,
+  );
+  return Number((await db.query<{ n: string }>(stmt([at]))).rows[0]?.n ?? 0);
+}

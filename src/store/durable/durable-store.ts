@@ -7,7 +7,7 @@
  * This is the API the durable machines build on (issue 42): keep its methods stable.
  */
 import type { Queryable, Tables } from "../../db/sql.js";
-import { parkDurable, recheckDurable, type DurablePark } from "./durable-park-sql.js";
+import { parkDurable, recheckDurable, wakeDue, type DurablePark } from "./durable-park-sql.js";
 import {
   consumeSignal,
   pendingSignals,
@@ -64,6 +64,8 @@ export interface DurableStore {
   park(nodeId: string, park: DurablePark): Promise<boolean>;
   /** Wakes a parked job whose wait is over already; run after {@link DurableStore.park} committed. */
   recheck(jobId: string): Promise<boolean>;
+  /** Wakes the durably parked jobs whose wait ends by `at` (pawl/testing's skip ahead). */
+  wakeDue(at: Date): Promise<number>;
   /** Deletes every step of those of these jobs that are DEAD (a `dlq.retry` that starts them over). */
   discardSteps(jobIds: readonly string[]): Promise<number>;
   /** One batch of the pruner's pass over steps or signals of jobs that are gone. */
@@ -113,6 +115,9 @@ export class PostgresDurableStatements implements DurableStore {
   }
   recheck(jobId: string): Promise<boolean> {
     return recheckDurable(this.db, this.t, jobId);
+  }
+  wakeDue(at: Date): Promise<number> {
+    return wakeDue(this.db, this.t, at);
   }
   discardSteps(jobIds: readonly string[]): Promise<number> {
     return discardSteps(this.db, this.t, jobIds);

@@ -7,14 +7,19 @@ import { jobColumns, jobFromRow, type Job, type JobRow, type JobStatus } from ".
 import { validateListJobsFilter } from "../../input/filter-input.js";
 import type { Queryable, Tables } from "../../db/sql.js";
 import { statusSql } from "./lease-sql.js";
+import { jobStepOf, stepsSubquery, type StepJson } from "../durable/job-steps-sql.js";
 import type { ListJobsFilter } from "../../input/filter-input.js";
 export type { ListJobsFilter };
 
-/** Reads one job, live or finished, or null. */
+/** Reads one job, live or finished, or null, with its durable steps (one statement). */
 export async function getJob(db: Queryable, t: Tables, id: string): Promise<Job | null> {
-  const res = await db.query<JobRow>(`SELECT ${jobColumns()} FROM ${t.all} WHERE id = $1`, [id]);
+  const res = await db.query<JobRow & { steps: StepJson[] }>(
+    `SELECT ${jobColumns()}, ${stepsSubquery(t, "$1")} AS steps FROM ${t.all} WHERE id = $1`,
+    [id],
+  );
   const row = res.rows[0];
-  return row ? jobFromRow(row) : null;
+  if (!row) return null;
+  return { ...jobFromRow(row), steps: row.steps.map(jobStepOf) };
 }
 
 /**

@@ -166,6 +166,7 @@ export async function readExplainFacts(
       openAt: w.open_at === null ? null : new Date(w.open_at),
     })),
     dependencies,
+    ...(await durableChildren(src, job)),
     concurrency: raw.concurrency,
     deadNodeThresholdMs: timings.deadNodeThresholdMs,
     orphanSweepIntervalMs: timings.orphanSweepIntervalMs,
@@ -183,4 +184,21 @@ function isRegistry(v: unknown): v is NodeRegistry {
 export async function listPermits(db: Queryable, t: Tables): Promise<Record<string, ExplainPermits>> {
   const res = await db.query<RawPermits>(named(t, "explain_permits", permitsSql(t))([]));
   return toPermits(res.rows);
+}
+
+/** The states of the children a durable job is parked on (ctx.waitFor), read only when it is. */
+async function durableChildren(
+  src: ExplainSource,
+  job: Job,
+): Promise<{ children?: { id: string; status: string }[] }> {
+  const ids =
+    job.status === "WAITING"
+      ? job.steps?.find((s) => s.status === "waiting" && s.kind === "wait")?.children
+      : null;
+  if (!ids || ids.length === 0) return {};
+  const res = await src.pool.query<{ id: string; status: string }>(
+    `SELECT id::text, status FROM ${src.tables.all} WHERE id = ANY($1::bigint[])`,
+    [ids],
+  );
+  return { children: res.rows };
 }

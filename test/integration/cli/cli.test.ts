@@ -333,11 +333,13 @@ describe("dlq", () => {
 
   it("says when a retried job was canceled as a duplicate of the live job holding its unique key", async () => {
     const dead = await pawl.enqueue("dlq.keyed", {}, { uniqueKey: "cli-dup" });
-    // DEAD as a node leaves it: moved to the finished table (migration 0005).
+    // DEAD as a node leaves it: moved to the finished table (migration 0005), column by name (the tables'
+    // column orders differ since 0016's time_partitioned and 0018's parent_job_id).
     await pool.query(
       `WITH g AS (DELETE FROM "${schema}".scheduler_job_queue j WHERE id = $1 RETURNING j)
        INSERT INTO "${schema}".scheduler_job_finished
-       SELECT (jsonb_populate_record(g.j, '{"status": "DEAD"}')).* FROM g`,
+       SELECT (jsonb_populate_record(NULL::"${schema}".scheduler_job_finished,
+                                     to_jsonb(g.j) || '{"status": "DEAD"}')).* FROM g`,
       [dead.id],
     );
     const live = await pawl.enqueue("dlq.keyed", {}, { uniqueKey: "cli-dup" });

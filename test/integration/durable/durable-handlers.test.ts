@@ -9,6 +9,8 @@ import type pg from "pg";
 import { ChildJobFailedError, DurableStepError, type Pawl, type SignalDelivery } from "../../../src/index.js";
 import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
+import { jobDetail } from "../../../src/cli/format.js";
+import { describeReason } from "../../../src/logic/explain-text.js";
 
 let schema: string;
 let pool: pg.Pool;
@@ -74,6 +76,19 @@ describe("durable handlers", () => {
     expect(done.status).toBe("SUCCEEDED");
     expect(done.result).toEqual({ sent: "ada", key: `${job.id}:welcome` });
     expect(Object.fromEntries(c.runs)).toEqual({ welcome: 1, flaky: 2 });
+    // getJob lists the steps, and `pawl job <id>` prints them.
+    const read = await node!.getJob(job.id);
+    expect(read?.steps?.map((s) => [s.name, s.kind, s.status, s.resultPreview])).toEqual([
+      // jsonb's text form (a space after each colon and comma).
+      ["welcome", "step", "succeeded", `{"key": "${job.id}:welcome", "sent": "ada"}`],
+      ["nap", "sleep", "succeeded", "{}"],
+      ["flaky", "step", "succeeded", "null"],
+      ["nap-2", "sleep", "succeeded", "{}"],
+    ]);
+    expect(read?.steps?.[2]?.attempt).toBe(2);
+    const printed = jobDetail(read!);
+    expect(printed).toContain("steps (4):");
+    expect(printed).toMatch(/flaky\s+step\s+#2 /);
     expect(await steps(job.id)).toEqual([
       { name: "welcome", kind: "step", status: "succeeded" },
       { name: "nap", kind: "sleep", status: "succeeded" },
@@ -239,6 +254,9 @@ describe("durable handlers", () => {
     const parked = await waiting.for(job.id);
     expect(parked.durable).toEqual({ step: "long", reason: "sleep" });
     expect((await node!.getJob(job.id))?.status).toBe("WAITING");
+    const why = await node!.explain(job.id);
+    const text = why.reasons.map((r) => describeReason(r, new Date())).join("; ");
+    expect(text).toMatch(/^sleeping until \d{4}-.*Z \(step 'long'\)/);
     await node!.cancel(job.id);
     expect((await node!.getJob(job.id))?.status).toBe("CANCELED");
   });
