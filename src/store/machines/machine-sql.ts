@@ -55,8 +55,10 @@ const machineColumns =
   "m.job_id, m.type, m.version, m.snapshot, m.timers, m.occurrences, m.last_seq, m.finished_at";
 
 /**
- * Locks a machine's row for its runner on `nodeId`, creating it (no snapshot yet) on the first run, and
- * sets its version when it has none. Returns null when the job is no longer held by the node.
+ * Reads a machine's row for its runner on `nodeId` at the start of a run, creating it (no snapshot yet)
+ * on the first run and setting its version when a send created it first. Only those two cases write: a
+ * resumed machine's row is read, not rewritten (its snapshot changes only under this node's lease).
+ * Returns null when the job is no longer held by the node.
  */
 export async function lockMachine(
   db: Queryable,
@@ -68,12 +70,19 @@ export async function lockMachine(
 ): Promise<MachineRow | null> {
   const stmt = named(
     t,
-    "machine_lock",
-    `WITH held AS (SELECT 1 FROM ${t.jobs} j WHERE j.id = $1 AND ${heldBySql("j", "$4")})
-     INSERT INTO ${machines(t)} AS m (job_id, type, version)
-     SELECT $1, $2, $3 FROM held
-     ON CONFLICT (job_id) DO UPDATE SET version = coalesce(m.version, EXCLUDED.version)
-     RETURNING ${machineColumns}`,
+    "machine_open",
+    `WITH held AS (SELECT 1 FROM ${t.jobs} j WHERE j.id = $1 AND ${heldBySql("j", "$4")}),
+     existing AS (
+       SELECT ${machineColumns} FROM ${machines(t)} m
+       WHERE m.job_id = $1 AND m.version IS NOT NULL AND EXISTS (SELECT 1 FROM held)
+     ),
+     created AS (
+       INSERT INTO ${machines(t)} AS m (job_id, type, version)
+       SELECT $1, $2, $3 FROM held WHERE NOT EXISTS (SELECT 1 FROM existing)
+       ON CONFLICT (job_id) DO UPDATE SET version = coalesce(m.version, EXCLUDED.version)
+       RETURNING ${machineColumns}
+     )
+     SELECT * FROM existing UNION ALL SELECT * FROM created`,
   );
   const res = await db.query<RawMachineRow>(stmt([jobId, type, version, nodeId]));
   const row = res.rows[0];

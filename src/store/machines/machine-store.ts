@@ -31,7 +31,7 @@ export class MachineTransaction {
     private readonly t: Tables,
   ) {}
 
-  /** Locks (creating it on the first run) the machine row; null when the node no longer holds the job. */
+  /** Reads the machine row at a run's start (creating it on the first run); null when the job is not held. */
   lock(jobId: string, type: string, version: string, nodeId: string): Promise<MachineRow | null> {
     return lockMachine(this.db, this.t, jobId, type, version, nodeId);
   }
