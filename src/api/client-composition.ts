@@ -18,6 +18,8 @@ import {
 } from "../composition/flows.js";
 import type { Flow, FlowDetail, FlowHandle } from "../composition/flows.js";
 import { signalJob, type SignalOptions, type SignalResult } from "../composition/signals.js";
+import { sendToMachine, type SendResult } from "../composition/machine-send.js";
+import type { MachineStore } from "../store/machines/machine-store.js";
 import {
   listPaused,
   pauseJob,
@@ -40,6 +42,9 @@ export abstract class ClientComposition<Tasks extends object = PawlTasks> {
   protected abstract get composition(): CompositionDeps;
   /** Runs an operator's write, naming the grant when the role may not (./write-grant.ts). */
   protected abstract readonly writeAction: WriteAction;
+
+  /** @internal The durable machines' statements on this instance's schema. */
+  protected abstract get machines(): MachineStore;
 
   /**
    * Enqueues a chain: each step is made runnable only once the previous one SUCCEEDED; a step that ends
@@ -134,6 +139,26 @@ export abstract class ClientComposition<Tasks extends object = PawlTasks> {
    */
   async signal(jobId: string, payload?: unknown, options?: SignalOptions): Promise<SignalResult> {
     return signalJob(this.composition, jobId, payload, options);
+  }
+
+  /**
+   * Sends an event to a durable machine (a job of a type registered with `registerMachine`), from any
+   * process. Resolves once the event is committed: it is then delivered exactly once, after the events
+   * whose sends committed before it, by whichever node runs the machine next (a parked machine is woken).
+   * An event the machine's current state does not accept is recorded as ignored, as xstate ignores it: it
+   * is not an error here.
+   *
+   * @throws ValidationError `INVALID_PAYLOAD` for an event that is not an object with a string `type` (or
+   *   names an `xstate.` event); JobNotFoundError for an unknown job; MachineFinishedError (code
+   *   `MACHINE_FINISHED`) when the machine has ended. Nothing is stored then.
+   * @example
+   * ```ts
+   * const order = await pawl.enqueue("order", { orderId: "o-1", amount: 42 });
+   * await pawl.send(order.id, { type: "PAY", paymentId: "p-9" });
+   * ```
+   */
+  async send(jobId: string, event: { type: string; [key: string]: unknown }): Promise<SendResult> {
+    return sendToMachine(this.composition, this.machines, jobId, event);
   }
 
   /** Pauses a PENDING job: PAUSED, never claimed until {@link resumeJob}. @throws JobStateError otherwise. */

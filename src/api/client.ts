@@ -29,6 +29,7 @@ import { validateWaitForOptions, WaitRegistry, type WaitForOptions } from "./wai
 import { explainJob, type Explanation } from "../logic/explain.js";
 import type { CompositionDeps } from "../composition/deps.js";
 import { ClientComposition } from "./client-composition.js";
+import { MachineStore } from "../store/machines/machine-store.js";
 import type {
   EnqueueArgs,
   EnqueueItem,
@@ -186,10 +187,18 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
     return rows;
   }
 
-  /** Reads a job by id; null when there is none. */
+  /**
+   * Reads a job by id; null when there is none. A durable machine's job also has `machine`: its state,
+   * sanitized context, pending timers and latest events.
+   */
   async getJob<K extends TaskName<Tasks> = TaskName<Tasks>>(id: string): Promise<TypedJob<Tasks, K> | null> {
     this.assertOpen();
-    return (await this.store.get(validateJobId(id))) as TypedJob<Tasks, K> | null;
+    const jobId = validateJobId(id);
+    const job = await this.store.get(jobId);
+    if (!job) return null;
+    const machine = await this.machines.view(jobId);
+    if (machine) job.machine = machine;
+    return job as TypedJob<Tasks, K>;
   }
 
   /**
@@ -329,6 +338,14 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
       events: this.hooks?.events,
       tracing: this.tracing,
     };
+  }
+
+  private machineStore: MachineStore | undefined;
+
+  /** @internal The durable machines' statements on this instance's schema (built on first use). */
+  protected get machines(): MachineStore {
+    this.machineStore ??= new MachineStore(this.pool, this.store.tables);
+    return this.machineStore;
   }
 
   /** Closes the pool (if pawl created it). Idempotent. */

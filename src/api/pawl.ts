@@ -33,6 +33,9 @@ import { ClassicClaimer } from "../store/claim/claimer.js";
 import { CursorClaimer } from "../store/claim/claim-cursor.js";
 import { SignalSweeper } from "../cluster/signal-sweeper.js";
 import { LeaseAudit } from "../cluster/lease-audit.js";
+import type { AnyStateMachine } from "xstate";
+import { MachineRegistry } from "../node/machines/machine-registry.js";
+import { runMachine } from "../node/machines/machine-runner.js";
 import type { IsTyped, PawlTasks, TaskName, TaskPayload, TaskResult, TypedEvent } from "../input/task-map.js";
 import type { HealthReport } from "../logic/health.js";
 import { HealthProbe, type HealthOptions } from "./node-health.js";
@@ -63,6 +66,15 @@ export interface StopOptions {
   graceMs?: number;
 }
 
+/** Options of {@link Pawl.registerMachine}: the job type's options, and the machine's version. */
+export interface MachineOptions extends Omit<RegisterOptions, "validate" | "rateLimit" | "__payload"> {
+  /**
+   * The definition's version (a non-negative integer or a short name; default 1). A job keeps the version
+   * it started with while that version is registered on the node that runs it.
+   */
+  version?: string | number;
+}
+
 /**
  * A pawl node: enqueue jobs, register handlers, run them.
  *
@@ -88,6 +100,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   private clusterRef: ClusterServices | null = null;
   private signalSweeper: SignalSweeper | null = null;
   private leaseAudit: LeaseAudit | null = null;
+  private machineRegistry: MachineRegistry | null = null;
   /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
   private readonly offConnectionFaults: () => void;
   /** Follows the heartbeat and the polls for {@link Pawl.health}. */
@@ -155,6 +168,47 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     }
     const t = resolveJobType(type, handler, options as RegisterOptions);
     this.types.set(type, t);
+    return this;
+  }
+
+  /**
+   * Registers an xstate v5 machine as the handler of a job type: a durable machine
+   * (docs/durable-machines.md). `enqueue(type, input)` starts one with the payload as the machine's
+   * `input`; `send(jobId, event)` delivers events to it from any process. While it has work (an invoked
+   * promise running) it runs on a node like any job; once it only waits for events or timers, its
+   * persisted snapshot is saved and the job parks (WAITING: no slot, no connection, no node). `after`
+   * delays are durable timers; invoked promise actors run as durable steps; a final state ends the job
+   * SUCCEEDED with the machine's `output`. Invoke actors by name (`setup({ actors })`).
+   *
+   * Registering the type again with another `version` adds that definition and makes it the one new jobs
+   * start on; a job stays on the version it started with while that version is registered.
+   *
+   * @throws ValidationError for a bad type name, option or version, or a machine that invokes an inline
+   *   actor.
+   * @example
+   * ```ts
+   * const order = setup({ actors: { charge: fromPromise(async ({ input }) => chargeCard(input)) } }).createMachine({
+   *   id: "order", initial: "awaitingPayment",
+   *   states: {
+   *     awaitingPayment: { on: { PAY: "charging" }, after: { 86_400_000: "canceled" } },
+   *     charging: { invoke: { src: "charge", onDone: "paid", onError: "awaitingPayment" } },
+   *     paid: { type: "final" },
+   *     canceled: { type: "final" },
+   *   },
+   * });
+   * pawl.registerMachine("order", order, { version: 1 });
+   * ```
+   */
+  registerMachine(type: string, machine: AnyStateMachine, options: MachineOptions = {}): this {
+    this.assertOpen();
+    const { version, ...typeOptions } = options;
+    const def = MachineRegistry.define(type, machine, version);
+    const registry = (this.machineRegistry ??= new MachineRegistry());
+    const deps = { store: this.machines, registry };
+    const handler: Handler = (payload, ctx) => runMachine(deps, type, payload, ctx);
+    // The handler reads the registry on every run, so a later version only adds a definition.
+    if (!registry.has(type)) this.register(type as never, handler as never, typeOptions as never);
+    registry.add(def);
     return this;
   }
 
@@ -283,7 +337,13 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     this.runtime.start();
     cluster.start();
     // Times out parked signal waits (docs/composition.md#signals).
-    this.signalSweeper = new SignalSweeper({ deps: this.composition, clock: c.clock });
+    this.signalSweeper = new SignalSweeper({
+      deps: this.composition,
+      clock: c.clock,
+      // A node that runs durable machines sweeps at least every second even when it knows no deadline: a
+      // timer parked by a node that died since must still fire within about a second of its due time.
+      ...(this.machineRegistry ? { idleIntervalMs: 1000 } : {}),
+    });
     this.signalSweeper.start();
     // Releases rows leased to this node that it does not run (a claim's reply lost after its commit).
     const runtime = this.runtime;

@@ -2,6 +2,7 @@
  * Output for people and for machines. Tables are plain aligned text (no colours, so they survive pipes
  * and logs); `--json` prints the same data as JSON with dates in ISO 8601, one document per command.
  */
+import { machineDetail } from "./machine-format.js";
 import type { Job } from "../store/jobs/job-row.js";
 import type { JobStep } from "../core/job.js";
 
@@ -104,6 +105,7 @@ export function jobDetail(job: Job): string {
     for (const e of job.errors) lines.push(`  #${e.attempt} ${e.at} ${e.name}: ${cell(e.message, 200)}`);
   }
   if (job.steps && job.steps.length > 0) lines.push(...stepLines(job.steps));
+  if (job.machine) lines.push(...machineDetail(job.machine));
   return lines.join("\n");
 }
 

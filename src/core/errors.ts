@@ -39,7 +39,9 @@ export type PawlErrorCode =
   | "STEP_RESULT_TOO_LARGE"
   | "INVALID_STEP"
   | "NOT_DURABLE"
-  | "CHILD_FAILED";
+  | "CHILD_FAILED"
+  // Durable machines (docs/durable-machines.md).
+  | "MACHINE_FINISHED";
 
 /**
  * The base class of the errors pawl raises itself.

@@ -2,6 +2,7 @@
  * The job as users see it: its statuses, its error records and its fields. Plain types and data, so every
  * layer (the pure logic too) can name a job's shape without importing the store that reads it.
  */
+import type { MachineView } from "./machine-view.js";
 
 /**
  * The statuses a job can be in. A retry is PENDING again with a later scheduled time. WAITING (a flow step
@@ -81,6 +82,8 @@ export interface Job<P = unknown> {
    * after the job ends; null when it never reported any (migration 0006).
    */
   progress?: unknown;
+  /** For a durable machine's job (`registerMachine`): its state, context, timers and events. */
+  machine?: MachineView;
   /**
    * A durable job's recorded steps (docs/durable.md), oldest first: read by `getJob` only (absent from
    * lists); an empty array for a job without any.

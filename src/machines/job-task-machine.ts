@@ -60,7 +60,12 @@ export type TaskOutcome =
       timeoutMs: number | null;
       /** A durable wait (ctx.sleep, a named waitForSignal, waitFor): its step, reason and fixed deadline. */
       durable?: { step: string; reason: "sleep" | "signal" | "children"; deadline: Date | null };
-    };
+    }
+  /**
+   * The handler parked its job itself, in its own transaction (a durable machine that only waits): nothing
+   * is left to write; `timeoutMs` is when it wakes on its own (null: only an event wakes it).
+   */
+  | { kind: "parked"; timeoutMs: number | null };
 
 /** The job as the task sees it: an opaque record the runtime owns. */
 export interface TaskJob {

@@ -18,6 +18,7 @@ import type { JobContext } from "./job-context.js";
 import type { JobRun } from "./job-run.js";
 import { WaitForSignal } from "../../composition/errors.js";
 import { DurableWait } from "../../composition/durable/durable-errors.js";
+import { MachineParked } from "../../composition/machine-errors.js";
 
 /**
  * What a handler's rejection means for its attempt: a Snooze, a wait for a signal (WaitForSignal), a
@@ -32,6 +33,7 @@ export function settlementOf(error: unknown, ctx: JobContext): TaskOutcome {
       const { step, reason, deadline } = error;
       return { kind: "wait", timeoutMs: null, durable: { step, reason, deadline } };
     }
+    if (error instanceof MachineParked) return { kind: "parked", timeoutMs: error.timeoutMs };
     if (isTimeoutCancellation(error, ctx.attemptToken)) return { kind: "timeout", error };
   } catch {
     // A hostile value (a Proxy whose traps throw): not one of ours, so an ordinary failure.
@@ -280,6 +282,11 @@ export function finishAttempt(run: JobRun, outcome: TaskOutcome, deps: FinishDep
       );
       return "waiting";
     }
+    case "parked":
+      // The park was committed with the machine's snapshot (src/node/machines/machine-runner.ts): only the
+      // event is left, which also brings this node's signal sweep forward to the wake time.
+      deps.events.emit("job:waiting", { job: info, timeoutMs: outcome.timeoutMs });
+      return "waiting";
     case "aborted":
       run.ctx?.abort("the node is shutting down");
       reschedule(
