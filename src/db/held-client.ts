@@ -108,6 +108,17 @@ export async function withHeldClient<T>(pool: pg.Pool, fn: (db: HeldClient) => P
   }
 }
 
+/** Options of {@link inHeldTransaction}. */
+export interface HeldTransactionOptions {
+  /** Each statement of the transaction is canceled after this long (ms; SQLSTATE 57014); absent or 0: none. */
+  statementTimeoutMs?: number;
+}
+
+/** Whether `error` is a statement canceled by `statement_timeout` (or a cancel request): SQLSTATE 57014. */
+export function isStatementCanceled(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === "57014";
+}
+
 /**
  * Runs `fn` in a transaction of its own on a held client: committed when `fn` resolves, rolled back when
  * it throws (a rollback that fails marks the connection broken, so the pool drops it).
@@ -120,9 +131,18 @@ export async function withHeldClient<T>(pool: pg.Pool, fn: (db: HeldClient) => P
  * });
  * ```
  */
-export function inHeldTransaction<T>(pool: pg.Pool, fn: (db: HeldClient) => Promise<T>): Promise<T> {
+export function inHeldTransaction<T>(
+  pool: pg.Pool,
+  fn: (db: HeldClient) => Promise<T>,
+  options: HeldTransactionOptions = {},
+): Promise<T> {
+  const ms = options.statementTimeoutMs;
+  // The budget is set in the transaction's first round trip (one simple query, two statements), so it
+  // costs no extra round trip and holds behind a transaction pooler too: SET LOCAL ends with the transaction.
+  const begin =
+    ms !== undefined && ms > 0 ? `BEGIN; SET LOCAL statement_timeout = ${Math.floor(ms)}` : "BEGIN";
   return withHeldClient(pool, async (db) => {
-    await db.query("BEGIN");
+    await db.query(begin);
     let out: T;
     try {
       out = await fn(db);

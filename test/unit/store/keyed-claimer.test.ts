@@ -1,7 +1,7 @@
 /**
- * The keyed claimer runs two claims per poll. The first one commits its leases before the second is sent,
- * so a second claim that fails (a terminated backend) must not lose the first one's jobs: they are leased
- * to a live node, and no sweep would ever rescue them.
+ * The keyed claimer runs two claims per poll, at once, each committing its own leases: one that fails (a
+ * terminated backend) must not lose the other one's jobs: they are leased to a live node, and no sweep
+ * would ever rescue them.
  */
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/core/clock.js";
@@ -37,18 +37,24 @@ function claimers(
 /** A keyed claim statement's result while keyed rows are live. */
 const live = (jobs: ClaimedJob[]): KeyedClaim => ({ jobs, keyed: true, nextKey: null });
 
-describe("KeyedClaimer when its second claim fails", () => {
-  it("returns the first claim's jobs, whichever claim goes first", async () => {
+describe("KeyedClaimer when one of its claims fails", () => {
+  it("returns the other claim's jobs, and surfaces the error only when nothing was claimed", async () => {
+    let plain: ClaimedJob[] = [];
+    const clock = new ManualClock(0);
     const c = claimers(
-      async () => [job("p1")],
+      async () => plain,
       async () => {
         throw lost;
       },
+      clock,
     );
-    // The first poll sends the keyed claim first (it fails: nothing was claimed, so the error surfaces).
+    // Nothing was claimed: the error surfaces (the poller backs off).
     await expect(c.claim(10, ["t"])).rejects.toBe(lost);
-    // The second poll sends the plain claim first, then the keyed one, which fails: p1 is kept.
+    // The keyed claim fails again, the plain one (sent again after recheckMs) took p1: p1 is kept.
+    plain = [job("p1")];
+    clock.advance(1000);
     expect((await c.claim(10, ["t"])).map((j) => j.id)).toEqual(["p1"]);
+    expect(c.describe()).toMatchObject({ keyed: { secondClaimFailures: 1 } });
   });
 
   it("keeps the keyed claim's jobs when the plain claim after it fails", async () => {
