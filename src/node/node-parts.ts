@@ -73,6 +73,8 @@ export interface NodeLinks {
   draining(): boolean;
   /** Hands claimed jobs back to PENDING, attempt not counted. */
   handBack(jobs: readonly { id: string }[]): void;
+  /** Starts buffered jobs in free slots (NodeRuntime.pump). */
+  pump(): void;
 }
 
 /** The node's parts, built once by {@link buildNodeParts}. */
@@ -173,6 +175,7 @@ export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodePar
     actor: (id) => links.actor(id),
     draining: () => links.draining(),
     handBack: (jobs) => links.handBack(jobs),
+    pump: () => links.pump(),
   });
   return {
     writer,

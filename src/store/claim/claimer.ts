@@ -25,8 +25,15 @@ export interface Claimer {
    * Claims up to `limit` due jobs of `types`, in claim order. `dueLevels` are the priority levels where
    * this node knows rows have just become due (a retry, snooze or delayed enqueue it wrote,
    * src/logic/due-times.ts): a claimer that does not look everywhere every poll must look there now.
+   * `early`: a claimer that sends several statements at once hands the jobs of the first to answer here,
+   * so they can start while the others are out (issue 44); those jobs are not in the returned array.
    */
-  claim(limit: number, types: readonly string[], dueLevels?: readonly number[]): Promise<ClaimedJob[]>;
+  claim(
+    limit: number,
+    types: readonly string[],
+    dueLevels?: readonly number[],
+    early?: (jobs: readonly ClaimedJob[]) => void,
+  ): Promise<ClaimedJob[]>;
   /**
    * New work was announced (a local enqueue or a coordinator hint). `unkeyed`: the announcement says none
    * of it carries a concurrency key (a claimer that looks at keyed rows separately need not look there).

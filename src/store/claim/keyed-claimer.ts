@@ -66,7 +66,12 @@ export class KeyedClaimer implements Claimer {
     return this.o.recheckMs ?? 1000;
   }
 
-  async claim(limit: number, types: readonly string[], dueLevels?: readonly number[]): Promise<ClaimedJob[]> {
+  async claim(
+    limit: number,
+    types: readonly string[],
+    dueLevels?: readonly number[],
+    early?: (jobs: readonly ClaimedJob[]) => void,
+  ): Promise<ClaimedJob[]> {
     const { plan, memory } = planKeyedClaim(this.memory, this.o.clock.now());
     this.memory = memory;
     switch (plan.kind) {
@@ -84,9 +89,19 @@ export class KeyedClaimer implements Claimer {
         // Both at once, on two connections: a slow keyed claim never holds back unkeyed jobs, nor the
         // other way round (issue 44). The room is split so the two never take more than `limit` together.
         const room = splitRoom(this.memory, limit, plan.keyedFirst);
+        // The jobs of the first claim to answer go to `early` at once, so they start while the other
+        // claim is still out, however long it takes (up to its budget).
+        let delivered = false;
+        const first = async (p: Promise<ClaimedJob[]>): Promise<ClaimedJob[]> => {
+          const jobs = await p;
+          if (early === undefined || delivered || jobs.length === 0) return jobs;
+          delivered = true;
+          early(jobs);
+          return [];
+        };
         const [keyed, unkeyed] = await Promise.allSettled([
-          room.keyed > 0 ? this.keyed(room.keyed, types) : Promise.resolve([]),
-          room.unkeyed > 0 ? this.unkeyed(plan, room.unkeyed, types, dueLevels) : Promise.resolve([]),
+          room.keyed > 0 ? first(this.keyed(room.keyed, types)) : Promise.resolve([]),
+          room.unkeyed > 0 ? first(this.unkeyed(plan, room.unkeyed, types, dueLevels)) : Promise.resolve([]),
         ]);
         const k = keyed.status === "fulfilled" ? keyed.value : [];
         const u = unkeyed.status === "fulfilled" ? unkeyed.value : [];
@@ -96,7 +111,7 @@ export class KeyedClaimer implements Claimer {
           // A claim that committed leased its jobs to this node: rejecting would lose them to the runtime,
           // held by a live node that never runs them and that no sweep rescues. They are returned; a
           // database that is still failing fails the next poll, which reports it.
-          if (claimed.length === 0) throw (failed[0] as PromiseRejectedResult).reason;
+          if (claimed.length === 0 && !delivered) throw (failed[0] as PromiseRejectedResult).reason;
           this.secondFailures += failed.length;
         }
         return claimed;

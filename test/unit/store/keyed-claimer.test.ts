@@ -175,3 +175,23 @@ describe("KeyedClaimer while no keyed row is live", () => {
     expect(calls).toEqual(["plain", "keyed", "plain"]);
   });
 });
+
+describe("KeyedClaimer sends both claims at once", () => {
+  it("hands the first answer's jobs over early, while the other claim is still out", async () => {
+    let releaseKeyed: (r: KeyedClaim) => void = () => {};
+    const c = claimers(
+      async () => [job("p1"), job("p2")],
+      () => new Promise<KeyedClaim>((resolve) => (releaseKeyed = resolve)),
+    );
+    const early: string[][] = [];
+    const poll = c.claim(10, ["t"], [], (jobs) => early.push(jobs.map((j) => j.id)));
+    // The unkeyed claim answered; the keyed one is still out: p1 and p2 are already handed over.
+    await new Promise<void>((resolve) => {
+      const check = () => (early.length > 0 ? resolve() : setImmediate(check));
+      check();
+    });
+    expect(early).toEqual([["p1", "p2"]]);
+    releaseKeyed(live([job("k1")]));
+    expect((await poll).map((j) => j.id)).toEqual(["k1"]);
+  });
+});
