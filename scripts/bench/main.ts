@@ -21,6 +21,10 @@
  *                                         (pg_createcluster, autovacuum on), dropped afterwards
  *             --soak-plot before=a.json,after=b.json --plots docs/plots
  *                                         the soak's p99-per-window plot (soak-p99.svg)
+ *             --keyed-graveyard --dist PREVIOUS/dist/src/index.js
+ *                                         the keyed claim statement under a held xmin horizon with
+ *                                         200, 1,000 and 20,000 keys: 0013's (the build at --dist,
+ *                                         schema 16) against this tree's (keyed-graveyard.ts)
  *             --soak-drain [--soak-jobs 1000000] [--soak-chunk 50000]       memory of a 1M-job drain
  *             --curves [--axes backlog,finished,processes,payload,queues,load,idle] [--plots docs/plots]
  *                      [--coordinator none,postgres[,amqp,hazelcast]]
@@ -98,6 +102,7 @@ const { values: flags } = parseArgs({
     "keep-cluster": { type: "boolean", default: false },
     dist: { type: "string" },
     "soak-plot": { type: "string" },
+    "keyed-graveyard": { type: "boolean", default: false },
     "soak-jobs": { type: "string", default: "1000000" },
     "soak-chunk": { type: "string", default: "50000" },
     // Hook for the claim-cursor benchmark of issue 7, which belongs to the claim-cursor work.
@@ -153,6 +158,18 @@ if (flags.goals) {
     ...(flags["database-url"] ? { databaseUrl: flags["database-url"] } : {}),
     ...(flags["json-out"] ? { jsonOut: flags["json-out"] } : {}),
   });
+  process.exit(0);
+}
+
+if (flags["keyed-graveyard"]) {
+  if (!flags.dist) {
+    console.error("--keyed-graveyard needs --dist: a build of the previous keyed claim (dist/src/index.js)");
+    process.exit(2);
+  }
+  const url = benchDatabaseUrl(flags["database-url"]);
+  await ensureDatabase(url);
+  const { runKeyedGraveyard, keyedGraveyardTable } = await import("./keyed-graveyard.js");
+  console.log(keyedGraveyardTable(await runKeyedGraveyard({ url, previousDist: flags.dist })));
   process.exit(0);
 }
 

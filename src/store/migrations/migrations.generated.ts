@@ -2147,17 +2147,19 @@ BEGIN
     SELECT coalesce(array_agg(x.key), '{}') INTO gone
     FROM (
       SELECT u.key FROM unnest(ring) AS u(key)
+      -- A probe of the keyed index per key (a scalar subquery with LIMIT 1: written as NOT EXISTS, the
+      -- planner turned it into an anti join that read the whole keyed index).
       WHERE u.key <> ALL(ks)
-        AND NOT EXISTS (SELECT 1 FROM {{schema}}.scheduler_job_queue j
-                        WHERE j.status = 'PENDING' AND j.concurrency_key = u.key)
+        AND (SELECT 1 FROM {{schema}}.scheduler_job_queue j
+             WHERE j.status = 'PENDING' AND j.concurrency_key = u.key LIMIT 1) IS NULL
       LIMIT 16
     ) x
     WHERE pg_try_advisory_xact_lock(hashtext('pawl live keys {{schema}}'), hashtext(x.key) & 63);
     IF cardinality(gone) > 0 THEN
       DELETE FROM {{schema}}.scheduler_keyed_live l
       WHERE l.concurrency_key = ANY(gone)
-        AND NOT EXISTS (SELECT 1 FROM {{schema}}.scheduler_job_queue j
-                        WHERE j.status = 'PENDING' AND j.concurrency_key = l.concurrency_key);
+        AND (SELECT 1 FROM {{schema}}.scheduler_job_queue j
+             WHERE j.status = 'PENDING' AND j.concurrency_key = l.concurrency_key LIMIT 1) IS NULL;
     END IF;
   END IF;
   IF cardinality(ks) = 0 THEN
