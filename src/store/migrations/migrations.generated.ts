@@ -2136,14 +2136,16 @@ BEGIN
   ELSE
     v_next := coalesce(ks[cardinality(ks)], p_after, '');
   END IF;
-  IF cardinality(ks) < w AND (cardinality(ks) = 0 OR random() < 0.25) THEN
+  IF cardinality(ks) < w AND random() < 0.1 THEN
     -- Some keys of the ring could not start a job: drop those that have no PENDING row at all. Race-free
     -- against a transaction that makes a row of the key PENDING (the trigger below takes its key's slot
     -- lock, shared, before it adds the key): only keys whose slot this claim locks exclusively (never
     -- waiting) are dropped, and the check runs in the next statement, whose snapshot is taken after the
     -- locks were granted, so it sees every such row that committed before. A key added later finds no
-    -- row and adds it again. At most 16 keys per claim, and in one claim in four while some key could
-    -- start, so a key that empties and fills again often is not dropped and added on every claim.
+    -- row and adds it again. At most 16 keys, in one claim in ten: every drop of a key that fills again
+    -- leaves a dead entry in the table's primary key, which the ring's read steps over until vacuum, so
+    -- a key that empties and fills often must not be dropped and added on every claim. A key left in
+    -- the table meanwhile costs one probe in the claims whose ring reads it.
     SELECT coalesce(array_agg(x.key), '{}') INTO gone
     FROM (
       SELECT u.key FROM unnest(ring) AS u(key)
