@@ -116,7 +116,10 @@ export function soakPlot(spec: string, title: string): string {
   const series: Series[] = spec.split(",").map((part) => {
     const [name, file] = part.split("=") as [string, string];
     const r = JSON.parse(readFileSync(file, "utf8")) as SoakResult;
-    return { name, points: r.windows.map((w) => [w.at, Math.max(1, w.pickupP99)] as const) };
+    return {
+      name,
+      points: r.windows.map((w, i) => [(i + 1) * r.input.windowSeconds, Math.max(1, w.pickupP99)] as const),
+    };
   });
   return renderLineChart({
     title,

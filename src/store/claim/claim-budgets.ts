@@ -1,16 +1,18 @@
 /**
- * Every claim statement of a node under a time budget (issue 44, docs/fairness.md#one-slow-claim-never-stalls-the-node).
+ * A node's claim statements under a time budget (issue 44, docs/fairness.md#one-slow-claim-never-stalls-the-node).
  * A claimer runs each statement through {@link ClaimBudgets.run} with the statement's kind: the statement
  * gets the kind's current budget (src/logic/claim-budget.ts decides it), and when PostgreSQL cancels it at
  * that budget (SQLSTATE 57014) the claim gives up for this poll: `run` answers null and the claimer claims
  * nothing this time. Every statement is reported (kind, time, outcome), which the runtime turns into the
- * `claim-statement` event and observability/ into a histogram.
+ * `claim-statement` event and observability/ into a histogram. The plain unkeyed claim runs bare while it
+ * answers fast (src/logic/claim-budget.ts's unkeyedGuarded says why).
  */
 import type { Clock } from "../../core/clock.js";
 import { isStatementCanceled } from "../../db/held-client.js";
 import {
   claimBudgetCap,
   nextClaimBudget,
+  unkeyedGuarded,
   type ClaimBudgetConfig,
   type ClaimStatementOutcome,
 } from "../../logic/claim-budget.js";
@@ -51,8 +53,12 @@ export class ClaimBudgets {
     this.config = { baseMs, maxMs: claimBudgetCap(baseMs) };
   }
 
-  /** The budget the next statement of `kind` gets (ms; 0: none). */
+  /** The last plain unkeyed statement: its time and outcome (for {@link unkeyedGuarded}). */
+  private lastUnkeyed: { ms: number; outcome: ClaimStatementOutcome } | null = null;
+
+  /** The budget the next statement of `kind` gets (ms; 0: none, and for `unkeyed` while it answers fast). */
   budgetOf(kind: ClaimStatementKind): number {
+    if (kind === "unkeyed" && !unkeyedGuarded(this.lastUnkeyed, this.config.baseMs)) return 0;
     return this.current.get(kind) ?? this.config.baseMs;
   }
 
@@ -68,9 +74,11 @@ export class ClaimBudgets {
     const budgetMs = this.budgetOf(kind);
     const started = this.clock.now();
     const end = (outcome: ClaimStatementOutcome, n: number) => {
-      this.current.set(kind, nextClaimBudget(budgetMs, outcome, this.config));
+      const durationMs = this.clock.now() - started;
+      if (budgetMs > 0) this.current.set(kind, nextClaimBudget(budgetMs, outcome, this.config));
+      if (kind === "unkeyed") this.lastUnkeyed = { ms: durationMs, outcome };
       try {
-        this.report({ kind, durationMs: this.clock.now() - started, outcome, claimed: n, budgetMs });
+        this.report({ kind, durationMs, outcome, claimed: n, budgetMs });
       } catch {
         // A listener's throw is not the claim's failure.
       }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   claimBudgetCap,
   nextClaimBudget,
+  unkeyedGuarded,
   type ClaimStatementOutcome,
 } from "../../../src/logic/claim-budget.js";
 
@@ -40,5 +41,19 @@ describe("claimBudgetCap", () => {
     [120_000, 120_000],
   ])("base %i ms: cap %i ms", (base, cap) => {
     expect(claimBudgetCap(base)).toBe(cap);
+  });
+});
+
+describe("unkeyedGuarded", () => {
+  it.each<[string, { ms: number; outcome: ClaimStatementOutcome } | null, number, boolean]>([
+    ["no statement yet: bare", null, 500, false],
+    ["fast answer: bare", { ms: 3, outcome: "ok" }, 500, false],
+    ["just under half the budget: bare", { ms: 249, outcome: "ok" }, 500, false],
+    ["half the budget or more: guarded", { ms: 250, outcome: "ok" }, 500, true],
+    ["timed out: guarded", { ms: 500, outcome: "timeout" }, 500, true],
+    ["a fast failure: bare", { ms: 1, outcome: "error" }, 500, false],
+    ["budgets off: never", { ms: 9000, outcome: "ok" }, 0, false],
+  ])("%s", (_, last, base, guarded) => {
+    expect(unkeyedGuarded(last, base)).toBe(guarded);
   });
 });
