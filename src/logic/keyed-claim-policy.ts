@@ -91,7 +91,8 @@ export function splitRoom(
   const cap = (last: { taken: number; asked: number } | null, share: number) =>
     last !== null && last.taken < last.asked ? Math.min(share, Math.max(1, 2 * last.taken)) : share;
   const keyedHalf = keyedFirst ? Math.ceil(limit / 2) : Math.floor(limit / 2);
-  let keyed = cap(m.lastKeyed, keyedHalf);
+  // No keyed row was live at the last look (a poll that looks again, as owed): one row tells.
+  let keyed = m.keyedLive ? cap(m.lastKeyed, keyedHalf) : Math.min(keyedHalf, 1);
   let unkeyed = cap(m.lastUnkeyed, limit - keyedHalf);
   // What one side leaves goes to the other, unless that side is short too.
   if (keyed < keyedHalf) unkeyed = cap(m.lastUnkeyed, limit - keyed);

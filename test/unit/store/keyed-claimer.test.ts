@@ -42,7 +42,7 @@ describe("KeyedClaimer when one of its claims fails", () => {
     let plain: ClaimedJob[] = [];
     const clock = new ManualClock(0);
     const c = claimers(
-      async () => plain,
+      async () => plain.splice(0),
       async () => {
         throw lost;
       },
@@ -193,5 +193,30 @@ describe("KeyedClaimer sends both claims at once", () => {
     expect(early).toEqual([["p1", "p2"]]);
     releaseKeyed(live([job("k1")]));
     expect((await poll).map((j) => j.id)).toEqual(["k1"]);
+  });
+});
+
+describe("KeyedClaimer splitting a poll's room", () => {
+  it("gives the room one side left to the side that filled its share, so the poll is not short", async () => {
+    let n = 0;
+    const asked: number[] = [];
+    const inner = {
+      claim: async (limit: number) => {
+        asked.push(limit);
+        return Array.from({ length: limit }, () => job(`p${n++}`));
+      },
+      onWakeup: () => {},
+      describe: () => ({}),
+    } as unknown as Claimer;
+    const c = new KeyedClaimer(inner, {
+      claimKeyed: async () => live([job("k1")]),
+      nodeId: "n",
+      boostIntervalMs: 0,
+      withPayload: true,
+      clock: new ManualClock(0),
+    });
+    // Keyed (first) asks for 5 and takes 1; unkeyed fills its 5 and then takes the 4 left.
+    expect((await c.claim(10, ["t"])).length).toBe(10);
+    expect(asked).toEqual([5, 4]);
   });
 });
