@@ -48,7 +48,7 @@ export function nextClaimBudget(
 /**
  * Whether the node's plain unkeyed claim (the classic claim, a cursor seek: its hot path, one statement
  * per poll) runs under its budget next. The budget costs a transaction of its own, two more round trips
- * per statement (a 20,000-job drain without keys ran at 0.6x with it on every statement), so that claim
+ * per statement (a 20,000-job drain without keys ran 10-30% slower with it on every statement), so that claim
  * runs bare while it answers fast, and under its budget from the statement after one that took half its
  * budget or more, or timed out, until one answers in under half again. Every other kind (keyed, floored,
  * full) always runs under its budget: they are rarer, and the keyed one is what can stall.
