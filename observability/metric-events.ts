@@ -71,6 +71,10 @@ export function subscribeMetrics(
       if (e.claimed === 0) m.emptyPolls.inc();
       m.claimDuration.observe(e.durationMs / 1000);
     }),
+    source.on("claim-statement", (e) => {
+      m.claimStatement.observe({ kind: e.kind }, Math.max(0, e.durationMs) / 1000);
+      if (e.outcome === "timeout") m.claimStatementTimeouts.inc({ kind: e.kind });
+    }),
     source.on("wakeup", (e) => m.wakeups.inc({ source: e.source })),
 
     // Jobs

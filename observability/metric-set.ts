@@ -6,13 +6,25 @@
  *
  * This file only declares; metrics.ts fills the metrics from the runtime's events and snapshots.
  */
-import { promClient, type Counter, type Registry } from "./prom-client.js";
+import { promClient, type Counter, type Histogram, type Registry } from "./prom-client.js";
 import { TypeHistogram, type TypeTally } from "./hot-path.js";
 
 export { breakerStates, jobOutcomes, pollingModes, queueStatuses, type JobOutcome } from "./metric-labels.js";
 
 /** Buckets of the claim batch size (jobs per non-empty claim; a claim takes at most 500). */
 export const batchSizeBuckets = [1, 2, 5, 10, 20, 50, 100, 200, 500];
+/** The kinds of claim statement (the `claim-statement` event's `kind`). */
+export const claimStatementKinds = ["keyed", "unkeyed", "floored", "full"] as const;
+
+/** Starts every kind's series at 0, so rate() and the alerts see a kind from its first statement. */
+function zeroKinds<M extends Histogram<"kind"> | Counter<"kind">>(metric: M): M {
+  for (const kind of claimStatementKinds) {
+    if (metric instanceof promClient().Histogram) metric.zero({ kind });
+    else metric.inc({ kind }, 0);
+  }
+  return metric;
+}
+
 /** Buckets of the claim query duration (seconds). */
 export const claimDurationBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 /** Buckets of the age boost (levels; one level per boost interval, 15 minutes by default). */
@@ -113,6 +125,22 @@ export function buildMetricSet(registry: Registry, prefix: string, c: Collectors
       "claim_duration_seconds",
       "Duration of claim queries (empty ones included).",
       claimDurationBuckets,
+    ),
+    claimStatement: zeroKinds(
+      new Histogram<"kind">({
+        name: named("claim_statement_seconds"),
+        help: "Duration of each claim statement, by kind (keyed, unkeyed, floored, full), timed-out ones included.",
+        labelNames: ["kind"],
+        buckets: claimDurationBuckets,
+        registers,
+      }),
+    ),
+    claimStatementTimeouts: zeroKinds(
+      counter(
+        "claim_statement_timeouts_total",
+        "Claim statements that ran out of their time budget (claimStatementTimeoutMs) and gave up for a poll, by kind.",
+        ["kind"],
+      ),
     ),
     polls: counter("polls_total", "Claim queries run by the poller."),
     emptyPolls: counter("empty_polls_total", "Claim queries that claimed nothing."),

@@ -5,7 +5,7 @@
 import { median, round } from "./lib/common.js";
 import type { DrainMeasurement, EnqueueMeasurement, PickupMeasurement } from "./measure.js";
 import type { CoordinatorLatencyResult } from "./latency/coordinator-latency.js";
-import type { SoakResult } from "./soak.js";
+import type { SoakResult } from "./soak-drain.js";
 import type { SystemName } from "./systems/types.js";
 
 /** One system's measurements of one workload; {@link summarise} adds its medians and ratios. */

@@ -14,7 +14,18 @@
  * Workloads:  --drain, --pickup, --mixed, --enqueue (none given: --drain --pickup), --all (all four)
  *             --latency [--coordinator none|postgres|amqp|hazelcast[,...]]   two processes (issue 4);
  *                                                                           default coordinator: postgres
- *             --soak [--soak-jobs 1000000] [--soak-chunk 50000]             memory of a 1M-job drain
+ *             --soak [--minutes 12] [--rate 1500] [--keys 200] [--own-cluster PORT [--keep-cluster]]
+ *                    [--dist path/to/dist/src/index.js] [--json-out FILE]
+ *                                         issue 44's mix on one node, per 30 s window (soak.ts,
+ *                                         soak-run.ts); --own-cluster: on a cluster of its own
+ *                                         (pg_createcluster, autovacuum on), dropped afterwards
+ *             --soak-plot before=a.json,after=b.json --plots docs/plots
+ *                                         the soak's p99-per-window plot (soak-p99.svg)
+ *             --keyed-graveyard --dist PREVIOUS/dist/src/index.js
+ *                                         the keyed claim statement under a held xmin horizon with
+ *                                         200, 1,000 and 20,000 keys: 0013's (the build at --dist,
+ *                                         schema 16) against this tree's (keyed-graveyard.ts)
+ *             --soak-drain [--soak-jobs 1000000] [--soak-chunk 50000]       memory of a 1M-job drain
  *             --curves [--axes backlog,finished,processes,payload,queues,load,idle] [--plots docs/plots]
  *                      [--coordinator none,postgres[,amqp,hazelcast]]
  *                                         rate against the due backlog, finished rows, payload size and
@@ -66,7 +77,7 @@ import { newBenchResults, summarise } from "./bench-results.js";
 import { renderReport } from "./report.js";
 import { runWorkloads } from "./run-workloads.js";
 import { coordinatorLatency } from "./latency/coordinator-latency.js";
-import type { SoakInput, SoakResult } from "./soak.js";
+import type { SoakInput, SoakResult } from "./soak-drain.js";
 import { SYSTEMS, type SystemName } from "./systems/types.js";
 
 const USAGE = readFileSync(new URL(import.meta.url), "utf8")
@@ -86,6 +97,15 @@ const { values: flags } = parseArgs({
     latency: { type: "boolean", default: false },
     coordinator: { type: "string" },
     soak: { type: "boolean", default: false },
+    "soak-drain": { type: "boolean", default: false },
+    minutes: { type: "string", default: "12" },
+    rate: { type: "string", default: "1500" },
+    keys: { type: "string", default: "200" },
+    "own-cluster": { type: "string" },
+    "keep-cluster": { type: "boolean", default: false },
+    dist: { type: "string" },
+    "soak-plot": { type: "string" },
+    "keyed-graveyard": { type: "boolean", default: false },
     "soak-jobs": { type: "string", default: "1000000" },
     "soak-chunk": { type: "string", default: "50000" },
     // Hook for the claim-cursor benchmark of issue 7, which belongs to the claim-cursor work.
@@ -142,6 +162,54 @@ if (flags.goals) {
     ...(flags["database-url"] ? { databaseUrl: flags["database-url"] } : {}),
     ...(flags["json-out"] ? { jsonOut: flags["json-out"] } : {}),
   });
+  process.exit(0);
+}
+
+if (flags["keyed-graveyard"]) {
+  if (!flags.dist) {
+    console.error("--keyed-graveyard needs --dist: a build of the previous keyed claim (dist/src/index.js)");
+    process.exit(2);
+  }
+  const url = benchDatabaseUrl(flags["database-url"]);
+  await ensureDatabase(url);
+  const { runKeyedGraveyard, keyedGraveyardTable } = await import("./keyed-graveyard.js");
+  console.log(keyedGraveyardTable(await runKeyedGraveyard({ url, previousDist: flags.dist })));
+  process.exit(0);
+}
+
+if (flags["soak-plot"]) {
+  const { soakPlot } = await import("./soak-run.js");
+  const file = `${flags.plots ?? "docs/plots"}/soak-p99.svg`;
+  writeFileSync(file, soakPlot(flags["soak-plot"], "Soak: pickup p99 per 30 s window"));
+  console.log(`wrote ${file}`);
+  process.exit(0);
+}
+
+if (flags.soak) {
+  const { runSoak, soakReport } = await import("./soak-run.js");
+  const count = (name: string, v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n <= 0) {
+      console.error(`--${name} takes a positive integer; got ${v}`);
+      process.exit(2);
+    }
+    return n;
+  };
+  const result = await runSoak(
+    {
+      url: benchDatabaseUrl(flags["database-url"]),
+      minutes: count("minutes", flags.minutes),
+      rate: count("rate", flags.rate),
+      keys: count("keys", flags.keys),
+      concurrency: count("concurrency", flags.concurrency),
+      ownClusterPort: flags["own-cluster"] ? count("own-cluster", flags["own-cluster"]) : null,
+      keepCluster: flags["keep-cluster"],
+      dist: flags.dist ?? null,
+      jsonOut: flags["json-out"] ?? null,
+    },
+    (line) => console.error(line),
+  );
+  console.log(soakReport(result));
   process.exit(0);
 }
 
@@ -256,7 +324,7 @@ if (flags.systems) {
 const multi = systems.length > 1;
 const jobsList = intList("jobs", flags.jobs ?? (multi ? "20000,100000" : "20000"));
 
-const special = flags.latency || flags.soak;
+const special = flags.latency || flags["soak-drain"];
 const explicit = flags.drain || flags.pickup || flags.mixed || flags.enqueue || flags.all;
 const workloads = {
   drain: flags.all || flags.drain || (!explicit && !special),
@@ -359,7 +427,7 @@ if (flags.latency) {
   }
 }
 
-if (flags.soak) {
+if (flags["soak-drain"]) {
   const input: SoakInput = {
     url,
     jobs: positiveInt("soak-jobs", flags["soak-jobs"]),
@@ -367,7 +435,7 @@ if (flags.soak) {
     concurrency,
   };
   progress(`soak: ${input.jobs} jobs in chunks of ${input.chunk} (load ${loadAverage()[0]})...`);
-  results.soak = await runChild<SoakResult>("soak.ts", input, {
+  results.soak = await runChild<SoakResult>("soak-drain.ts", input, {
     database,
     extraExecArgv: ["--expose-gc"],
     timeoutMs: 6 * 3_600_000,

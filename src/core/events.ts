@@ -42,6 +42,18 @@ export interface PawlEvents {
   poll: { mode: string; delayMs: number; claimed: number; limit: number; durationMs: number };
   /** A batch was claimed. `boosts` holds the boost of each boosted job (levels above its raw priority). */
   claim: { jobs: readonly JobEventInfo[]; limit: number; durationMs: number; boosts: readonly number[] };
+  /**
+   * One claim statement ran (issue 44): its kind (`keyed`, `unkeyed`, `floored` or `full`, see
+   * docs/fairness.md), how long it took, how it ended (`timeout`: it ran out of its budget, so the claim
+   * gave up for this poll), the rows it claimed, and the budget it had (ms; 0: none).
+   */
+  "claim-statement": {
+    kind: "keyed" | "unkeyed" | "floored" | "full";
+    durationMs: number;
+    outcome: "ok" | "timeout" | "error";
+    claimed: number;
+    budgetMs: number;
+  };
   /** The poller was woken. */
   wakeup: { source: "local" | "coordinator"; hint?: WakeupHint };
   "job:started": { job: JobEventInfo; pickupLatencyMs: number };

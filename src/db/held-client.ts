@@ -116,6 +116,17 @@ export async function withHeldClient<T>(pool: pg.Pool, fn: (db: HeldClient) => P
 /** How pawl opens each of its transactions (see inHeldTransaction). */
 export const BEGIN_READ_COMMITTED = "BEGIN ISOLATION LEVEL READ COMMITTED";
 
+/** Options of {@link inHeldTransaction}. */
+export interface HeldTransactionOptions {
+  /** Each statement of the transaction is canceled after this long (ms; SQLSTATE 57014); absent or 0: none. */
+  statementTimeoutMs?: number;
+}
+
+/** Whether `error` is a statement canceled by `statement_timeout` (or a cancel request): SQLSTATE 57014. */
+export function isStatementCanceled(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === "57014";
+}
+
 /**
  * Runs `fn` in a read-committed transaction of its own on a held client: committed when `fn` resolves, rolled back when
  * it throws (a rollback that fails marks the connection broken, so the pool drops it).
@@ -128,14 +139,25 @@ export const BEGIN_READ_COMMITTED = "BEGIN ISOLATION LEVEL READ COMMITTED";
  * });
  * ```
  */
-export function inHeldTransaction<T>(pool: pg.Pool, fn: (db: HeldClient) => Promise<T>): Promise<T> {
+export function inHeldTransaction<T>(
+  pool: pg.Pool,
+  fn: (db: HeldClient) => Promise<T>,
+  options: HeldTransactionOptions = {},
+): Promise<T> {
+  const ms = options.statementTimeoutMs;
+  // The budget is set in the transaction's first round trip (one simple query, two statements), so it
+  // costs no extra round trip and holds behind a transaction pooler too: SET LOCAL ends with the transaction.
+  const begin =
+    ms !== undefined && ms > 0
+      ? `${BEGIN_READ_COMMITTED}; SET LOCAL statement_timeout = ${Math.floor(ms)}`
+      : BEGIN_READ_COMMITTED;
   return withHeldClient(pool, async (db) => {
     // Pinned, whatever the role's or database's default_transaction_isolation says: pawl's transactions
     // take a lock and then read what the lock guards (a permit count, a key's running count), which needs
     // each statement's own snapshot. Under repeatable read or serializable the snapshot would be taken
     // before the lock was granted, and the read would miss what the previous holder committed. Here, not
     // in the session settings, because a transaction pooler or the user's own pool carries none of those.
-    await db.query(BEGIN_READ_COMMITTED);
+    await db.query(begin);
     let out: T;
     try {
       out = await fn(db);

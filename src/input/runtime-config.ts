@@ -39,6 +39,13 @@ export interface RuntimeOptions extends ClusterOptions {
   queueRateLimits?: Record<string, { limit: number; perMs: number }>;
   /** A claimed job that waited longer than this in the local buffer is re-checked for cancellation (ms). Default 1000. */
   cancelRecheckMs?: number;
+  /**
+   * The time budget of each claim statement (ms; `SET LOCAL statement_timeout`). Past it the claim gives
+   * up for this poll (the `claim-statement` event says `timeout`) and the rest of the node keeps running;
+   * a kind of claim that timed out gets twice the time next, up to 60 times this (at most 60 s). Default
+   * 500; 0: no budget (docs/fairness.md#one-slow-claim-never-stalls-the-node).
+   */
+  claimStatementTimeoutMs?: number;
 }
 
 /** Resolved runtime options. */
@@ -52,6 +59,8 @@ export interface ResolvedRuntimeOptions {
   queueRateLimits: ReadonlyMap<string, RateLimit>;
   permitRetryDelayMs: number;
   cancelRecheckMs: number;
+  /** The claim statements' time budget (ms; 0: none). */
+  claimStatementTimeoutMs: number;
   /** Heartbeats, failure detection, leases, clock skew, recurring jobs, pruning. */
   cluster: ResolvedClusterOptions;
 }
@@ -67,6 +76,7 @@ export const runtimeOptionKeys = [
   "permitRetryDelayMs",
   "queueRateLimits",
   "cancelRecheckMs",
+  "claimStatementTimeoutMs",
   ...clusterOptionKeys,
 ] as const;
 
@@ -125,6 +135,12 @@ export function resolveRuntimeOptions(
     queueRateLimits,
     permitRetryDelayMs: intOption("permitRetryDelayMs", o.permitRetryDelayMs ?? 5000, 0, 2 ** 31 - 1),
     cancelRecheckMs: intOption("cancelRecheckMs", o.cancelRecheckMs ?? 1000, 0, 2 ** 31 - 1),
+    claimStatementTimeoutMs: intOption(
+      "claimStatementTimeoutMs",
+      o.claimStatementTimeoutMs ?? 500,
+      0,
+      600_000,
+    ),
     cluster: resolveClusterOptions(o),
   };
 }

@@ -31,6 +31,10 @@ export interface KeyedClaimMemory {
   unkeyedQuietUntilMs: number;
   /** A poll returned unkeyed jobs without looking at keyed rows: the next poll looks. */
   keyedOwed: boolean;
+  /** The last keyed claim's answer: rows taken of rows asked (null before the first). */
+  lastKeyed: { taken: number; asked: number } | null;
+  /** The last unkeyed claim's answer: rows taken of rows asked (null before the first). */
+  lastUnkeyed: { taken: number; asked: number } | null;
 }
 
 /** A node's memory before its first poll. */
@@ -41,6 +45,8 @@ export const initialKeyedClaimMemory: KeyedClaimMemory = {
   keyedFirstUntilMs: 0,
   unkeyedQuietUntilMs: 0,
   keyedOwed: false,
+  lastKeyed: null,
+  lastUnkeyed: null,
 };
 
 /** What one poll sends. */
@@ -51,7 +57,11 @@ export type KeyedClaimPlan =
   | { kind: "keyed" }
   /** The unkeyed claim, then the keyed one only if it found nothing (new work most likely has no key). */
   | { kind: "unkeyed-then-keyed-if-empty" }
-  /** Both, `keyedFirst` deciding the order; the second only with room left. */
+  /**
+   * Both at once, on two connections, so neither waits behind the other (issue 44): the poll's room is
+   * split between them ({@link splitRoom}); `keyedFirst` decides which gets the larger half and whose
+   * jobs come first.
+   */
   | { kind: "both"; keyedFirst: boolean };
 
 /** The plan of a poll at `now`, and the memory once it is chosen. */
@@ -64,6 +74,30 @@ export function planKeyedClaim(
   if (!m.keyedLive && !m.keyedOwed) return { plan: { kind: "unkeyed-then-keyed-if-empty" }, memory: m };
   const keyedFirst = now < m.keyedFirstUntilMs || !m.keyedFirst;
   return { plan: { kind: "both", keyedFirst }, memory: { ...m, keyedFirst, keyedOwed: false } };
+}
+
+/**
+ * How a poll of `limit` rows that sends both claims at once splits its room: half each (`keyedFirst`'s
+ * side takes the odd row), except that a side whose last answer was short (it took fewer than it asked:
+ * it has no more claimable now) asks for at most twice what it took, at least 1, and the other side gets
+ * the rest. So a node whose keys are all at their limit gives almost its whole room to unkeyed jobs, and
+ * a key's freed slots are still looked at every poll. Never more than `limit` in all.
+ */
+export function splitRoom(
+  m: KeyedClaimMemory,
+  limit: number,
+  keyedFirst: boolean,
+): { keyed: number; unkeyed: number } {
+  const cap = (last: { taken: number; asked: number } | null, share: number) =>
+    last !== null && last.taken < last.asked ? Math.min(share, Math.max(1, 2 * last.taken)) : share;
+  const keyedHalf = keyedFirst ? Math.ceil(limit / 2) : Math.floor(limit / 2);
+  // No keyed row was live at the last look (a poll that looks again, as owed): one row tells.
+  let keyed = m.keyedLive ? cap(m.lastKeyed, keyedHalf) : Math.min(keyedHalf, 1);
+  let unkeyed = cap(m.lastUnkeyed, limit - keyedHalf);
+  // What one side leaves goes to the other, unless that side is short too.
+  if (keyed < keyedHalf) unkeyed = cap(m.lastUnkeyed, limit - keyed);
+  else if (unkeyed < limit - keyedHalf) keyed = cap(m.lastKeyed, limit - unkeyed);
+  return { keyed, unkeyed };
 }
 
 /** The memory after the unkeyed claim of `plan` returned `claimed` jobs of `asked`, at `now`. */
@@ -79,17 +113,27 @@ export function afterUnkeyedAnswer(
     keyedFirstUntilMs: answer.claimed < answer.asked ? now + recheckMs : 0,
     unkeyedQuietUntilMs: answer.claimed === 0 && m.keyedLive ? now + recheckMs : 0,
     keyedOwed: m.keyedOwed || (plan.kind === "unkeyed-then-keyed-if-empty" && answer.claimed > 0),
+    lastUnkeyed: { taken: answer.claimed, asked: answer.asked },
   };
 }
 
-/** The memory after a keyed claim answered whether keyed rows are live, at `now`. */
+/**
+ * The memory after a keyed claim answered whether keyed rows are live, at `now`, having taken
+ * `answer.claimed` of `answer.asked` rows (null: it ran out of time, and says nothing about its rows).
+ */
 export function afterKeyedAnswer(
   m: KeyedClaimMemory,
   keyedLive: boolean,
   now: number,
   recheckMs: number,
+  answer: { claimed: number; asked: number } | null = null,
 ): KeyedClaimMemory {
-  return { ...m, keyedLive, nextLookMs: keyedLive ? m.nextLookMs : now + recheckMs };
+  return {
+    ...m,
+    keyedLive,
+    nextLookMs: keyedLive ? m.nextLookMs : now + recheckMs,
+    lastKeyed: answer === null ? m.lastKeyed : { taken: answer.claimed, asked: answer.asked },
+  };
 }
 
 /**
@@ -98,11 +142,12 @@ export function afterKeyedAnswer(
  * next look (`nextLookMs`), and only the unkeyed claim's holds end.
  */
 export function afterKeyedWakeup(m: KeyedClaimMemory, unkeyed = false): KeyedClaimMemory {
-  const unkeyedNow = { ...m, keyedFirstUntilMs: 0, unkeyedQuietUntilMs: 0 };
-  return unkeyed ? unkeyedNow : { ...unkeyedNow, nextLookMs: 0 };
+  // New work may fill a side that came back short: its ask is no longer capped (splitRoom).
+  const unkeyedNow = { ...m, keyedFirstUntilMs: 0, unkeyedQuietUntilMs: 0, lastUnkeyed: null };
+  return unkeyed ? unkeyedNow : { ...unkeyedNow, nextLookMs: 0, lastKeyed: null };
 }
 
 /** The memory when the node asks for a full pass (a freed key or permit): look at keyed rows at once. */
 export function afterFullPassRequest(m: KeyedClaimMemory): KeyedClaimMemory {
-  return { ...m, nextLookMs: 0, unkeyedQuietUntilMs: 0 };
+  return { ...m, nextLookMs: 0, unkeyedQuietUntilMs: 0, lastKeyed: null };
 }

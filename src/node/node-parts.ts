@@ -17,6 +17,7 @@ import type { NodeStore } from "../store/job-store.js";
 import type { OutcomeSink } from "../store/outcomes/outcome-sink.js";
 import { ClassicClaimer, type Claimer, type ClaimerOptions } from "../store/claim/claimer.js";
 import { KeyedClaimer } from "../store/claim/keyed-claimer.js";
+import { ClaimBudgets } from "../store/claim/claim-budgets.js";
 import type { AttemptTracer } from "./attempt/attempt-tracer.js";
 import { BreakerGate } from "./breaker-gate.js";
 import { CancelCheck } from "./cancel-check.js";
@@ -76,6 +77,8 @@ export interface NodeLinks {
   draining(): boolean;
   /** Hands claimed jobs back to PENDING, attempt not counted. */
   handBack(jobs: readonly ClaimedJob[]): void;
+  /** Starts buffered jobs in free slots (NodeRuntime.pump). */
+  pump(): void;
 }
 
 /** The node's parts, built once by {@link buildNodeParts}. */
@@ -151,6 +154,9 @@ export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodePar
     boostIntervalMs: deps.boostIntervalMs,
     withPayload: deps.claimMode === "full",
     clock,
+    budgets: new ClaimBudgets(deps.options.claimStatementTimeoutMs, clock, (r) => {
+      if (events.has("claim-statement")) events.emit("claim-statement", r);
+    }),
   };
   const lanes = NodeLanes.build({
     concurrency: deps.concurrency,
@@ -173,6 +179,7 @@ export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodePar
     actor: (id) => links.actor(id),
     draining: () => links.draining(),
     handBack: (jobs) => links.handBack(jobs),
+    pump: () => links.pump(),
   });
   return {
     writer,
@@ -201,6 +208,7 @@ function withKeyedClaim(inner: Claimer, o: ClaimerOptions, queue?: string): Clai
     boostIntervalMs: o.boostIntervalMs,
     withPayload: o.withPayload,
     clock: o.clock,
+    ...(o.budgets === undefined ? {} : { budgets: o.budgets }),
     ...(queue === undefined ? {} : { queue }),
   });
 }

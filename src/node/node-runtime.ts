@@ -86,6 +86,7 @@ export class NodeRuntime {
       spawnBreaker: (input) => this.root.send({ type: "ADD_BREAKER", input }),
       draining: () => this.draining,
       handBack: (jobs) => this.handBack(jobs),
+      pump: () => this.pump(),
     });
     this.writer = parts.writer;
     // Claiming stopped while the writes were behind: the flush that brings them under the limit tells the

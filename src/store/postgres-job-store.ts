@@ -248,11 +248,17 @@ export class PostgresJobStore extends PostgresClusterStatements implements Gatew
   }
 
   claim(args: ClaimArgs): Promise<ClaimedJob[]> {
-    return claimJobs(this.db, this.tables, args);
+    return this.budgeted(args.budgetMs, (db) => claimJobs(db, this.tables, args));
   }
 
   claimKeyed(args: KeyedClaimArgs): Promise<KeyedClaim> {
-    return claimKeyedJobs(this.db, this.tables, args);
+    return this.budgeted(args.budgetMs, (db) => claimKeyedJobs(db, this.tables, args));
+  }
+
+  /** Runs a claim statement under its time budget (a transaction of its own), or as it is without one. */
+  private budgeted<T>(budgetMs: number | undefined, fn: (db: Queryable) => Promise<T>): Promise<T> {
+    if (this.client || budgetMs === undefined || budgetMs <= 0) return fn(this.db);
+    return inHeldTransaction(this.pool, fn, { statementTimeoutMs: budgetMs });
   }
 
   claimById(id: string, nodeId: string): Promise<ClaimedJob | null> {

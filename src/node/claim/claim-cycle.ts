@@ -38,6 +38,8 @@ export interface ClaimCycleDeps {
   draining: () => boolean;
   /** Claimed jobs that will not run here go back to PENDING. */
   handBack: (jobs: readonly ClaimedJob[]) => void;
+  /** Starts buffered jobs in free slots (the runtime's dispatch). */
+  pump: () => void;
 }
 
 /** Runs the node's claims. */
@@ -65,16 +67,25 @@ export class ClaimCycle {
     // This poll looks at the levels whose known due times have come (claimers that seek look there).
     const due = d.dues.take(started);
     const reservation = reserveLanes(lanes, maxClaimBatch);
+    // Jobs of a statement that answered while another of the poll is still out (the keyed and unkeyed
+    // claims run at once): buffered and started now, and counted with the poll's when it ends.
+    const early: LaneBatch[] = [];
     const settled = claimLanes(reservation, {
       types,
       dueLevels: due.levels,
       onError: (lane, error) =>
         d.events.emit("error", { where: `claim (queue ${lane.queue})`, error: toError(error) }),
+      early: (lane, jobs) => {
+        const batch = { lane, jobs: [...jobs] };
+        early.push(batch);
+        this.buffer([batch]);
+        d.pump();
+      },
     }).then(
       (c) => {
         // In the same step as the rows enter the lanes, so the room never counts them twice or not at all.
         reservation.release();
-        this.after(c.batches, c.limit, started);
+        this.after(c.batches, c.limit, started, early);
       },
       (error: unknown) => {
         reservation.release();
@@ -89,19 +100,33 @@ export class ClaimCycle {
     void settled.finally(() => this.pending.delete(settled));
   }
 
-  private after(batches: readonly LaneBatch[], limit: number, started: number): void {
+  /**
+   * Puts claimed jobs into their lanes; returns them in claim order, or none when the node drains (they
+   * were claimed while shutdown began: handed straight back, attempt not counted).
+   */
+  private buffer(batches: readonly LaneBatch[]): ClaimedJob[] {
+    const jobs = batches.length === 1 ? (batches[0] as LaneBatch).jobs : claimOrder(batches);
+    if (this.d.draining()) {
+      this.d.handBack(jobs);
+      return [];
+    }
+    const now = this.d.clock.now();
+    for (const { lane, jobs: claimed } of batches) {
+      for (const job of claimed) lane.buffer.push({ job, claimedAt: now, lane });
+    }
+    return jobs;
+  }
+
+  private after(
+    batches: readonly LaneBatch[],
+    limit: number,
+    started: number,
+    early: readonly LaneBatch[] = [],
+  ): void {
     const { clock, events } = this.d;
     const now = clock.now();
-    let jobs = batches.length === 1 ? (batches[0] as LaneBatch).jobs : claimOrder(batches);
-    if (this.d.draining()) {
-      // Claimed while shutdown began: hand them straight back, attempt not counted.
-      this.d.handBack(jobs);
-      jobs = [];
-    } else {
-      for (const { lane, jobs: claimed } of batches) {
-        for (const job of claimed) lane.buffer.push({ job, claimedAt: now, lane });
-      }
-    }
+    const late = this.buffer(batches);
+    const jobs = early.length === 0 ? late : [...early.flatMap((b) => b.jobs), ...late];
     if (jobs.length > 0 && events.has("claim")) {
       events.emit("claim", {
         jobs: jobs.map(jobInfo),

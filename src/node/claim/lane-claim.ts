@@ -23,6 +23,8 @@ export interface LaneClaimOptions {
   dueLevels: readonly number[];
   /** Reports a lane's failed claim when others succeeded. */
   onError: (lane: Lane, error: unknown) => void;
+  /** Jobs a lane's claimer handed over before its claim finished (Claimer.claim's `early`). */
+  early?: (lane: Lane, jobs: readonly ClaimedJob[]) => void;
 }
 
 /** What one poll asks of each lane, counted in the lanes' `reserved` until {@link LaneReservation.release}. */
@@ -63,7 +65,15 @@ export async function claimLanes(
   o: LaneClaimOptions,
 ): Promise<{ batches: LaneBatch[]; limit: number }> {
   const { lanes, limit } = r;
-  const claims = lanes.map((lane, i) => lane.claimer.claim(r.sizes[i] as number, o.types, o.dueLevels));
+  const early = o.early;
+  const claims = lanes.map((lane, i) =>
+    lane.claimer.claim(
+      r.sizes[i] as number,
+      o.types,
+      o.dueLevels,
+      early === undefined ? undefined : (jobs) => early(lane, jobs),
+    ),
+  );
   const settled = await Promise.allSettled(claims);
   const batches: LaneBatch[] = [];
   const failed: [Lane, unknown][] = [];

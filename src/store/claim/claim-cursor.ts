@@ -18,6 +18,9 @@
  *   cursor.
  * - **nothing**: no cursor left and no discovery due.
  */
+import { inHeldTransaction } from "../../db/held-client.js";
+import type { Queryable } from "../../db/sql.js";
+import type { ClaimStatementKind } from "./claim-budgets.js";
 import type { ClaimedJob } from "./claim-jobs.js";
 import type { Claimer, ClaimerOptions } from "./claimer.js";
 import type { PostgresJobStore } from "../postgres-job-store.js";
@@ -171,6 +174,24 @@ export class CursorClaimer implements Claimer {
     return this.o.clock.now();
   }
 
+  /**
+   * One statement of the pass under the node's claim budget for its kind (./claim-budgets.ts): null
+   * when it ran out of time. Without budgets, the statement as it is.
+   */
+  private async budgeted<T extends { jobs: ClaimedJob[] }>(
+    kind: ClaimStatementKind,
+    fn: (db: Queryable) => Promise<T>,
+  ): Promise<T | null> {
+    const pool = this.o.store.pool;
+    const budgets = this.o.budgets;
+    if (!budgets) return fn(pool);
+    return budgets.run(
+      kind,
+      (ms) => (ms > 0 ? inHeldTransaction(pool, fn, { statementTimeoutMs: ms }) : fn(pool)),
+      (r) => r.jobs.length,
+    );
+  }
+
   private async pollNow(
     limit: number,
     types: readonly string[],
@@ -180,7 +201,6 @@ export class CursorClaimer implements Claimer {
     if (limit <= 0 || types.length === 0) return { kind: "skip", jobs: [], statements: 0 };
     const kind = s.plan(this.now(), types, dueLevels);
     s.counters.passes[kind]++;
-    const db = this.o.store.pool;
     const t = this.o.store.tables;
     const args = this.args(limit, types);
     const token = s.begin();
@@ -191,13 +211,17 @@ export class CursorClaimer implements Claimer {
       case "seek": {
         const targets = s.seekTargets("seek", this.now());
         s.counters.queries++;
-        const r = await seekClaim(db, t, args, targets);
+        const r = await this.budgeted("unkeyed", (db) => seekClaim(db, t, args, targets));
+        // Out of time: nothing moved, and the cursors stay where they were for the next poll.
+        if (r === null) return { kind, jobs: [], statements: 1 };
         s.afterSeek(targets, { claimed: r.positions, heads: r.heads, limit, nowUs: r.nowUs }, this.now());
         return { kind, jobs: r.jobs, statements: 1 };
       }
       case "full": {
         s.counters.queries++;
-        const r = await fullPassClaim(db, t, args);
+        const r = await this.budgeted("full", (db) => fullPassClaim(db, t, args));
+        // Out of time: the full pass stays due (only its outcome clears it), with a longer budget.
+        if (r === null) return { kind, jobs: [], statements: 1 };
         s.afterFull(
           token,
           { claimed: r.positions, heads: r.heads, limit, nowUs: r.nowUs, highId: r.highId, levels: r.levels },
@@ -219,14 +243,11 @@ export class CursorClaimer implements Claimer {
     const s = this.state;
     const targets = s.seekTargets("floored", this.now(), dueLevels);
     s.counters.queries++;
-    const r = await flooredClaim(
-      this.o.store.pool,
-      this.o.store.tables,
-      args,
-      targets,
-      s.floorId ?? 0n,
-      this.window,
+    const r = await this.budgeted("floored", (db) =>
+      flooredClaim(db, this.o.store.tables, args, targets, s.floorId ?? 0n, this.window),
     );
+    // Out of time: the floored pass stays due (only its outcome clears it), with a longer budget.
+    if (r === null) return { kind: "floored", jobs: [], statements: 1 };
     // Always an outcome, even for an empty window and no targets: it then moves nothing, as null did.
     s.afterFloored(
       token,

@@ -58,6 +58,12 @@ export interface ClaimBaseArgs {
   withPayload: boolean;
   /** Overrides the database's now() (tests); null uses now(). */
   now?: Date | null;
+  /**
+   * The statement's time budget (ms): it runs in a transaction of its own with `SET LOCAL
+   * statement_timeout`, and fails with SQLSTATE 57014 past it (./claim-budgets.ts). Absent or 0: none.
+   * A gateway bound to a caller's client ignores it (the caller's transaction has its own settings).
+   */
+  budgetMs?: number;
 }
 
 /** Arguments of {@link claimJobs}. */

@@ -4,6 +4,7 @@
  * skip queries when it knows there is nothing to claim. The runtime only ever talks to this interface.
  */
 import type { Clock } from "../../core/clock.js";
+import type { ClaimBudgets } from "./claim-budgets.js";
 import type { ClaimedJob } from "./claim-jobs.js";
 import type { NodeStore } from "../job-store.js";
 
@@ -14,6 +15,8 @@ export interface ClaimerOptions {
   boostIntervalMs: number;
   withPayload: boolean;
   clock: Clock;
+  /** The time budgets of the node's claim statements (./claim-budgets.ts); absent: no budget. */
+  budgets?: ClaimBudgets;
 }
 
 /** Claims batches for one node. */
@@ -22,8 +25,15 @@ export interface Claimer {
    * Claims up to `limit` due jobs of `types`, in claim order. `dueLevels` are the priority levels where
    * this node knows rows have just become due (a retry, snooze or delayed enqueue it wrote,
    * src/logic/due-times.ts): a claimer that does not look everywhere every poll must look there now.
+   * `early`: a claimer that sends several statements at once hands the jobs of the first to answer here,
+   * so they can start while the others are out (issue 44); those jobs are not in the returned array.
    */
-  claim(limit: number, types: readonly string[], dueLevels?: readonly number[]): Promise<ClaimedJob[]>;
+  claim(
+    limit: number,
+    types: readonly string[],
+    dueLevels?: readonly number[],
+    early?: (jobs: readonly ClaimedJob[]) => void,
+  ): Promise<ClaimedJob[]>;
   /**
    * New work was announced (a local enqueue or a coordinator hint). `unkeyed`: the announcement says none
    * of it carries a concurrency key (a claimer that looks at keyed rows separately need not look there).
@@ -59,16 +69,25 @@ export class ClassicClaimer implements Claimer {
   constructor(private readonly o: ClassicClaimerOptions) {}
 
   /** The classic claim looks at every level every poll, so `dueLevels` needs nothing more. */
-  claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
+  async claim(limit: number, types: readonly string[]): Promise<ClaimedJob[]> {
     this.claims++;
-    return this.o.store.claim({
+    const args = {
       nodeId: this.o.nodeId,
       limit,
       types,
       boostIntervalMs: this.o.boostIntervalMs,
       withPayload: this.o.withPayload,
       queue: this.o.queue ?? null,
-    });
+    };
+    const budgets = this.o.budgets;
+    if (!budgets) return this.o.store.claim(args);
+    // Out of time (null): nothing claimed this poll.
+    const jobs = await budgets.run(
+      "unkeyed",
+      (budgetMs) => this.o.store.claim({ ...args, budgetMs }),
+      (j) => j.length,
+    );
+    return jobs ?? [];
   }
 
   onWakeup(): void {}

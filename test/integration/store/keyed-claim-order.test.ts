@@ -34,7 +34,8 @@ interface Row {
 /** Empties the tables and inserts `rows` in order, each a millisecond later than the one before. */
 async function load(rows: Row[]): Promise<string[]> {
   await pool.query(
-    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_concurrency_running RESTART IDENTITY`,
+    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_concurrency_running,
+       "${schema}".scheduler_keyed_live RESTART IDENTITY`,
   );
   const r = await pool.query<{ id: string }>(
     `INSERT INTO "${schema}".scheduler_job_queue (type, queue, payload, priority, scheduled_time,

@@ -19,7 +19,7 @@ beforeAll(async () => {
 afterAll(() => cleanup());
 beforeEach(async () => {
   await pool.query(
-    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_concurrency_running`,
+    `TRUNCATE "${schema}".scheduler_job_queue, "${schema}".scheduler_job_finished, "${schema}".scheduler_concurrency_running, "${schema}".scheduler_keyed_live`,
   );
 });
 

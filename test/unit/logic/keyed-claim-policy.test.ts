@@ -6,6 +6,7 @@ import {
   afterUnkeyedAnswer,
   initialKeyedClaimMemory,
   planKeyedClaim,
+  splitRoom,
   type KeyedClaimMemory,
   type KeyedClaimPlan,
 } from "../../../src/logic/keyed-claim-policy.js";
@@ -200,5 +201,57 @@ describe("keyed claim policy: what the answers teach", () => {
     // the next poll pays with both claims; every other poll is one statement.
     expect(sent.filter((s) => s.includes("+"))).toHaveLength(3);
     expect(sent.filter((s) => s === "unkeyed")).toHaveLength(27);
+  });
+});
+
+describe("splitRoom", () => {
+  const m = (lastKeyed: [number, number] | null, lastUnkeyed: [number, number] | null) => ({
+    ...initialKeyedClaimMemory,
+    lastKeyed: lastKeyed && { taken: lastKeyed[0], asked: lastKeyed[1] },
+    lastUnkeyed: lastUnkeyed && { taken: lastUnkeyed[0], asked: lastUnkeyed[1] },
+  });
+  it.each<[string, ReturnType<typeof m>, number, boolean, { keyed: number; unkeyed: number }]>([
+    [
+      "no answers yet: halves, keyed first takes the odd row",
+      m(null, null),
+      11,
+      true,
+      { keyed: 6, unkeyed: 5 },
+    ],
+    [
+      "no answers yet: halves, unkeyed first takes the odd row",
+      m(null, null),
+      11,
+      false,
+      { keyed: 5, unkeyed: 6 },
+    ],
+    ["both filled last time: halves", m([5, 5], [5, 5]), 10, true, { keyed: 5, unkeyed: 5 }],
+    [
+      "keyed took nothing (keys at their limit): 1 keyed, the rest unkeyed",
+      m([0, 5], [5, 5]),
+      10,
+      true,
+      { keyed: 1, unkeyed: 9 },
+    ],
+    ["keyed took 2 of 5: it asks for 4", m([2, 5], [5, 5]), 10, false, { keyed: 4, unkeyed: 6 }],
+    [
+      "unkeyed took nothing: 1 unkeyed, the rest keyed",
+      m([5, 5], [0, 5]),
+      10,
+      false,
+      { keyed: 9, unkeyed: 1 },
+    ],
+    ["both short: both capped, less than the room", m([1, 5], [0, 5]), 10, true, { keyed: 2, unkeyed: 1 }],
+    ["a room of 1 goes to the side that goes first", m(null, null), 1, true, { keyed: 1, unkeyed: 0 }],
+  ])("%s", (_, memory, limit, keyedFirst, expected) => {
+    const r = splitRoom(memory, limit, keyedFirst);
+    expect(r).toEqual(expected);
+    expect(r.keyed + r.unkeyed).toBeLessThanOrEqual(limit);
+  });
+
+  it("forgets a short answer at a wakeup that may bring that kind of work", () => {
+    const short = m([0, 5], [0, 5]);
+    expect(afterKeyedWakeup(short, true)).toMatchObject({ lastUnkeyed: null, lastKeyed: { taken: 0 } });
+    expect(afterKeyedWakeup(short, false)).toMatchObject({ lastUnkeyed: null, lastKeyed: null });
   });
 });

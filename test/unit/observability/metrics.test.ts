@@ -167,6 +167,38 @@ describe("counting the runtime's events", () => {
     expect([...s.keys()].filter((k) => k.includes("send-4"))).toEqual([]);
   });
 
+  it("claim statements: time per kind, and timeouts per kind, every kind from 0", async () => {
+    const { events, source } = fakeNode();
+    const m = metricsOf(source);
+    const before = await scrape(m);
+    for (const kind of ["keyed", "unkeyed", "floored", "full"]) {
+      expect(before.get(key("pawl_claim_statement_seconds_count", { kind }))).toBe(0);
+      expect(before.get(key("pawl_claim_statement_timeouts_total", { kind }))).toBe(0);
+    }
+    events.emit("claim-statement", {
+      kind: "keyed",
+      durationMs: 300,
+      outcome: "timeout",
+      claimed: 0,
+      budgetMs: 300,
+    });
+    events.emit("claim-statement", {
+      kind: "keyed",
+      durationMs: 20,
+      outcome: "ok",
+      claimed: 4,
+      budgetMs: 600,
+    });
+    events.emit("claim-statement", { kind: "full", durationMs: 2, outcome: "ok", claimed: 0, budgetMs: 500 });
+    const s = await scrape(m);
+    expect(s.get(key("pawl_claim_statement_seconds_count", { kind: "keyed" }))).toBe(2);
+    expect(s.get(key("pawl_claim_statement_seconds_sum", { kind: "keyed" }))).toBeCloseTo(0.32);
+    expect(s.get(key("pawl_claim_statement_seconds_bucket", { kind: "keyed", le: "0.25" }))).toBe(1);
+    expect(s.get(key("pawl_claim_statement_seconds_count", { kind: "full" }))).toBe(1);
+    expect(s.get(key("pawl_claim_statement_timeouts_total", { kind: "keyed" }))).toBe(1);
+    expect(s.get(key("pawl_claim_statement_timeouts_total", { kind: "full" }))).toBe(0);
+  });
+
   it("one outcome per finished attempt, timeouts, durations, pickup latency and the watchdog", async () => {
     const { events, source } = fakeNode();
     const m = metricsOf(source);

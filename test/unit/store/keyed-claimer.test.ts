@@ -1,7 +1,7 @@
 /**
- * The keyed claimer runs two claims per poll. The first one commits its leases before the second is sent,
- * so a second claim that fails (a terminated backend) must not lose the first one's jobs: they are leased
- * to a live node, and no sweep would ever rescue them.
+ * The keyed claimer runs two claims per poll, at once, each committing its own leases: one that fails (a
+ * terminated backend) must not lose the other one's jobs: they are leased to a live node, and no sweep
+ * would ever rescue them.
  */
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../../src/core/clock.js";
@@ -37,18 +37,24 @@ function claimers(
 /** A keyed claim statement's result while keyed rows are live. */
 const live = (jobs: ClaimedJob[]): KeyedClaim => ({ jobs, keyed: true, nextKey: null });
 
-describe("KeyedClaimer when its second claim fails", () => {
-  it("returns the first claim's jobs, whichever claim goes first", async () => {
+describe("KeyedClaimer when one of its claims fails", () => {
+  it("returns the other claim's jobs, and surfaces the error only when nothing was claimed", async () => {
+    let plain: ClaimedJob[] = [];
+    const clock = new ManualClock(0);
     const c = claimers(
-      async () => [job("p1")],
+      async () => plain.splice(0),
       async () => {
         throw lost;
       },
+      clock,
     );
-    // The first poll sends the keyed claim first (it fails: nothing was claimed, so the error surfaces).
+    // Nothing was claimed: the error surfaces (the poller backs off).
     await expect(c.claim(10, ["t"])).rejects.toBe(lost);
-    // The second poll sends the plain claim first, then the keyed one, which fails: p1 is kept.
+    // The keyed claim fails again, the plain one (sent again after recheckMs) took p1: p1 is kept.
+    plain = [job("p1")];
+    clock.advance(1000);
     expect((await c.claim(10, ["t"])).map((j) => j.id)).toEqual(["p1"]);
+    expect(c.describe()).toMatchObject({ keyed: { secondClaimFailures: 1 } });
   });
 
   it("keeps the keyed claim's jobs when the plain claim after it fails", async () => {
@@ -167,5 +173,50 @@ describe("KeyedClaimer while no keyed row is live", () => {
     await c.claim(10, ["t"]);
     await c.claim(10, ["t"]);
     expect(calls).toEqual(["plain", "keyed", "plain"]);
+  });
+});
+
+describe("KeyedClaimer sends both claims at once", () => {
+  it("hands the first answer's jobs over early, while the other claim is still out", async () => {
+    let releaseKeyed: (r: KeyedClaim) => void = () => {};
+    const c = claimers(
+      async () => [job("p1"), job("p2")],
+      () => new Promise<KeyedClaim>((resolve) => (releaseKeyed = resolve)),
+    );
+    const early: string[][] = [];
+    const poll = c.claim(10, ["t"], [], (jobs) => early.push(jobs.map((j) => j.id)));
+    // The unkeyed claim answered; the keyed one is still out: p1 and p2 are already handed over.
+    await new Promise<void>((resolve) => {
+      const check = () => (early.length > 0 ? resolve() : setImmediate(check));
+      check();
+    });
+    expect(early).toEqual([["p1", "p2"]]);
+    releaseKeyed(live([job("k1")]));
+    expect((await poll).map((j) => j.id)).toEqual(["k1"]);
+  });
+});
+
+describe("KeyedClaimer splitting a poll's room", () => {
+  it("gives the room one side left to the side that filled its share, so the poll is not short", async () => {
+    let n = 0;
+    const asked: number[] = [];
+    const inner = {
+      claim: async (limit: number) => {
+        asked.push(limit);
+        return Array.from({ length: limit }, () => job(`p${n++}`));
+      },
+      onWakeup: () => {},
+      describe: () => ({}),
+    } as unknown as Claimer;
+    const c = new KeyedClaimer(inner, {
+      claimKeyed: async () => live([job("k1")]),
+      nodeId: "n",
+      boostIntervalMs: 0,
+      withPayload: true,
+      clock: new ManualClock(0),
+    });
+    // Keyed (first) asks for 5 and takes 1; unkeyed fills its 5 and then takes the 4 left.
+    expect((await c.claim(10, ["t"])).length).toBe(10);
+    expect(asked).toEqual([5, 4]);
   });
 });
