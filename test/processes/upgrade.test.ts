@@ -1,7 +1,7 @@
 /**
  * A rolling upgrade from the previous release (scripts/previous-release.txt) under load. The previous
  * release's tree is taken from git history (`git archive`, into a temp directory with this checkout's
- * node_modules linked in) and its own node process (its test/cluster/node-process.ts, run from its own
+ * node_modules linked in) and its own node process (its test/processes/node-process.ts, run from its own
  * sources by tsx) migrates a schema with its migrations and runs jobs. Then a node of this tree migrates
  * the same schema to the newest version while the old node keeps claiming, joins, and the old node is
  * killed with kill -9. The ledger must be exact: every job SUCCEEDED, each success recorded once (a
@@ -45,7 +45,7 @@ function runOld(dir: string, file: string, env: Record<string, string>): Promise
 
 /** The old release's node process: resolves once it printed `ready`, with its pid and exit promise. */
 function startOldNode(dir: string, nodeId: string) {
-  const child = spawn(tsx, [join(dir, "test", "cluster", "node-process.ts")], {
+  const child = spawn(tsx, [join(dir, "test", "processes", "node-process.ts")], {
     cwd: dir,
     env: {
       ...process.env,
