@@ -96,6 +96,8 @@ export interface CreateCoordinatorOptions extends CoordinatorOptions {
 
 /**
  * Builds the coordinator a spec names, loading its transport on demand; an instance is returned as is.
+ * `auto` (createPawl's default on a server database) is `postgres` when pg-listen is installed, else
+ * `none`, with a warning on `options.logger` naming the package.
  * The result is not started: the runtime subscribes, then calls `start()`. Throws
  * `ValidationError("INVALID_COORDINATOR")` for a bad spec, and `MissingDependencyError`
  * (`MISSING_DEPENDENCY`) when the transport's client library is not installed; never for an unreachable
