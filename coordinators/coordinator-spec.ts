@@ -1,6 +1,6 @@
 /**
- * Parsing of coordinator spec strings (`none`, `in-memory[://bus]`, `postgres[://url]`, `amqp://...`,
- * `hazelcast://...`). It is synchronous and imports no client library, so `createPawl` can reject a bad
+ * Parsing of coordinator spec strings (`auto`, `none`, `in-memory[://bus]`, `postgres[://url]`,
+ * `amqp://...`, `hazelcast://...`). It is synchronous and imports no client library, so `createPawl` can reject a bad
  * spec at config time, before anything connects, and a user of one transport never loads another's.
  * Error messages never echo a password.
  */
@@ -12,8 +12,18 @@ import { parseNoneSpec, type NoneCoordinatorConfig } from "./none/none-config.js
 import { parsePostgresSpec, type PostgresCoordinatorSpec } from "./postgres/postgres-config.js";
 import { redactUrl } from "./redact.js";
 
+/**
+ * `auto`, the default on a server database: the postgres coordinator when its client library
+ * (`pg-listen`) is installed, else `none` with a warning naming the package. It chooses a transport, it
+ * is not one, so it is not in {@link COORDINATOR_TRANSPORTS}.
+ */
+export interface AutoCoordinatorSpec {
+  readonly transport: "auto";
+}
+
 /** A parsed coordinator spec: the transport and what its string said. */
 export type CoordinatorSpec =
+  | AutoCoordinatorSpec
   | NoneCoordinatorConfig
   | InMemoryCoordinatorConfig
   | PostgresCoordinatorSpec
@@ -54,6 +64,9 @@ export function parseCoordinatorSpec(spec: string | undefined): CoordinatorSpec 
     case "none":
       if (separator !== -1) break;
       return parseNoneSpec(normalised);
+    case "auto":
+      if (separator !== -1) break;
+      return { transport: "auto" };
     case "in-memory":
       return parseInMemorySpec(normalised);
     case "postgres":
@@ -70,7 +83,7 @@ export function parseCoordinatorSpec(spec: string | undefined): CoordinatorSpec 
   const shown = redactUrl(text);
   throw new ValidationError(
     "INVALID_COORDINATOR",
-    `unknown coordinator "${shown.length > 80 ? `${shown.slice(0, 80)}...` : shown}": expected none, ` +
+    `unknown coordinator "${shown.length > 80 ? `${shown.slice(0, 80)}...` : shown}": expected auto, none, ` +
       "in-memory[://bus], postgres[://url], amqp://user:pass@host:port[/vhost][?exchange=name] or " +
       "hazelcast://host:port[,host:port]?cluster=name[&topic=name]",
   );

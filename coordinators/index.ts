@@ -10,7 +10,7 @@
  * custom transport, and the dependency-free `none` and `in-memory` coordinators. This file is the only
  * entry point: the transport folders have no index of their own.
  */
-import { importOptional, ValidationError } from "../src/core/errors.js";
+import { importOptional, MissingDependencyError, ValidationError } from "../src/core/errors.js";
 import type { CoordinatorOptions } from "./coordinator-options.js";
 import { parseCoordinatorSpec } from "./coordinator-spec.js";
 import { postgresChannelName } from "./postgres/postgres-config.js";
@@ -27,6 +27,7 @@ export type {
 export {
   COORDINATOR_TRANSPORTS,
   parseCoordinatorSpec,
+  type AutoCoordinatorSpec,
   type CoordinatorSpec,
   type CoordinatorTransport,
 } from "./coordinator-spec.js";
@@ -95,6 +96,8 @@ export interface CreateCoordinatorOptions extends CoordinatorOptions {
 
 /**
  * Builds the coordinator a spec names, loading its transport on demand; an instance is returned as is.
+ * `auto` (createPawl's default on a server database) is `postgres` when pg-listen is installed, else
+ * `none`, with a warning on `options.logger` naming the package.
  * The result is not started: the runtime subscribes, then calls `start()`. Throws
  * `ValidationError("INVALID_COORDINATOR")` for a bad spec, and `MissingDependencyError`
  * (`MISSING_DEPENDENCY`) when the transport's client library is not installed; never for an unreachable
@@ -135,6 +138,19 @@ export async function createCoordinator(
     reconnect: options.reconnect,
   };
   switch (parsed.transport) {
+    case "auto": {
+      try {
+        return await createCoordinator("postgres", options);
+      } catch (error) {
+        if (!(error instanceof MissingDependencyError)) throw error;
+        // The default must not fail a start over an optional package; it says what it costs instead.
+        options.logger?.warn(
+          "pg-listen is not installed, so this node hears no wakeups and finds new jobs by polling " +
+            "(seconds to a minute on an idle node); install it for sub-second pickup: npm install pg-listen",
+        );
+        return createCoordinator("none", options);
+      }
+    }
     case "none": {
       const { NoneCoordinator } = await import("./none/none-coordinator.js");
       return new NoneCoordinator();

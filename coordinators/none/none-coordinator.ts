@@ -1,5 +1,6 @@
 /**
- * The default coordinator: no cross-node wakeups at all. Every node finds new work on its next poll,
+ * The coordinator that sends nothing: no cross-node wakeups at all (`none`, and what `auto` falls back to
+ * without pg-listen). Every node finds new work on its next poll,
  * which is correct because the store, not the coordinator, decides who runs what. It never connects, so
  * it reports `connected: false`; the runtime treats that as "poll on your own schedule".
  */

@@ -1,11 +1,13 @@
 /**
  * Which database the demo runs on, so `npm start` works on a fresh laptop: `DATABASE_URL` when set
  * (a `postgres://` server, or a `pglite://` embedded database); else the local server at 127.0.0.1:5432
- * when something answers there; else the embedded database (PGlite, in this process, in memory).
+ * when it accepts the demo (it connects, logs in and answers a query); else the embedded database (PGlite,
+ * in this process, in memory). A local server that is not running, refuses the password or lacks the
+ * database is not an error for a demo: it runs embedded and says why, and how to point it elsewhere.
  */
-import { connect } from "node:net";
+import pg from "pg";
 
-/** The server `npm start` uses when one answers and `DATABASE_URL` is unset. */
+/** The server `npm start` uses when it accepts the demo and `DATABASE_URL` is unset. */
 export const localServerUrl = "postgres://postgres@127.0.0.1:5432/postgres";
 
 /** The embedded database the demo falls back to. */
@@ -19,36 +21,55 @@ export interface DemoDatabase {
   explanation: string;
 }
 
-/** Chooses the demo's database (see the file's summary). */
-export async function chooseDatabase(env: NodeJS.ProcessEnv = process.env): Promise<DemoDatabase> {
+/** What trying a server gave: accepted, or why not (its own message: "password authentication failed..."). */
+export type ServerAnswer = { accepted: true } | { accepted: false; reason: string };
+
+/**
+ * Chooses the demo's database (see the file's summary). `tryServer` is how a server is tried (the real
+ * {@link tryServer} by default); `localUrl` the local server's URL.
+ */
+export async function chooseDatabase(
+  env: NodeJS.ProcessEnv = process.env,
+  localUrl: string = localServerUrl,
+  tryLocal: (url: string) => Promise<ServerAnswer> = tryServer,
+): Promise<DemoDatabase> {
   const given = env.DATABASE_URL;
   if (given !== undefined && given !== "") {
     const embedded = given.startsWith("pglite://");
     return { url: given, embedded, explanation: `using DATABASE_URL (${embedded ? given : "a server"})` };
   }
-  if (await answers("127.0.0.1", 5432, 1_000)) {
-    return { url: localServerUrl, embedded: false, explanation: `using the local server at 127.0.0.1:5432` };
+  const where = new URL(localUrl);
+  const answer = await tryLocal(localUrl);
+  if (answer.accepted) {
+    return { url: localUrl, embedded: false, explanation: `using the local server at ${where.host}` };
   }
   return {
     url: embeddedUrl,
     embedded: true,
     explanation:
-      "no PostgreSQL at 127.0.0.1:5432 and DATABASE_URL unset: running on the embedded database " +
-      "(PGlite in this process, in memory; see docs/embedded.md). For a server: " +
-      "DATABASE_URL=postgres://user@host:5432/db npm start",
+      `the local server at ${where.host} did not accept the demo (${answer.reason}), and DATABASE_URL is ` +
+      "unset: running on the embedded database (PGlite in this process, in memory; see docs/embedded.md). " +
+      "For a server: DATABASE_URL=postgres://user:password@host:5432/db npm start",
   };
 }
 
-/** Whether a TCP connection to host:port opens within `timeoutMs` (only a connection, no protocol). */
-function answers(host: string, port: number, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once("connect", () => done(true));
-    socket.once("error", () => done(false));
-  });
+/**
+ * Connects to `url` as the demo would, and runs `SELECT 1`, within `timeoutMs`. Never throws: anything that
+ * fails is a refusal, with the server's or the socket's message as the reason.
+ */
+export async function tryServer(url: string, timeoutMs = 2_000): Promise<ServerAnswer> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  // An error after the connection (the server going away mid-try) must not crash the demo.
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+    return { accepted: true };
+  } catch (error) {
+    const e = error as { message?: unknown; code?: unknown };
+    const message = typeof e.message === "string" && e.message !== "" ? e.message : String(e.code ?? error);
+    return { accepted: false, reason: message };
+  } finally {
+    await client.end().catch(() => {});
+  }
 }

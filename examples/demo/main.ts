@@ -1,7 +1,8 @@
 /**
  * The demo: one pawl node, fed a steady stream of four kinds of job, each showing one behaviour of the
- * runtime. It runs on DATABASE_URL, else the local PostgreSQL, else (no server answers) the embedded
- * database, and says which in its first line (database.ts). Progress (counts per event) is printed every second until Ctrl-C;
+ * runtime. It runs on DATABASE_URL, else the local PostgreSQL, else (no server accepts it: not running,
+ * a refused password, no such database) the embedded database, and says which and why in its first line
+ * (database.ts). Progress (counts per event) is printed every second until Ctrl-C;
  * the first Ctrl-C drains the node gracefully, a second aborts running jobs at once.
  *
  *   npm start                         # until Ctrl-C

@@ -26,6 +26,13 @@
  *                                         200, 1,000 and 20,000 keys: 0013's (the build at --dist,
  *                                         schema 16) against this tree's (keyed-graveyard.ts)
  *             --soak-drain [--soak-jobs 1000000] [--soak-chunk 50000]       memory of a 1M-job drain
+ *             --idle-pickup [--idle-minutes 1,10] [--receivers 4] [--samples 20] [--idle-coordinator none]
+ *                                         pickup with pawl's defaults on both sides (issue 43): a worker
+ *                                         given only its URL, idle N minutes, and a web process's bare
+ *                                         client; the first job after the idle period on each of
+ *                                         --receivers workers, p50/p99 over all, idle transactions/s per
+ *                                         node (latency/idle-pickup.ts); --idle-coordinator none is the
+ *                                         0.2.0 default, for a baseline
  *             --curves [--axes backlog,finished,processes,payload,queues,load,idle] [--plots docs/plots]
  *                      [--coordinator none,postgres[,amqp,hazelcast]]
  *                                         rate against the due backlog, finished rows, payload size and
@@ -112,6 +119,10 @@ const { values: flags } = parseArgs({
     graveyard: { type: "boolean", default: false },
     fairness: { type: "boolean", default: false },
     durable: { type: "boolean", default: false },
+    "idle-pickup": { type: "boolean", default: false },
+    "idle-minutes": { type: "string", default: "1,10" },
+    receivers: { type: "string", default: "4" },
+    "idle-coordinator": { type: "string", default: "" },
     goals: { type: "boolean", default: false },
     skip: { type: "string" },
     "curve-runs": { type: "string", default: "1" },
@@ -227,6 +238,51 @@ if (flags.durable) {
   const result = await runDurable({ databaseUrl: url });
   if (flags["json-out"]) writeFileSync(flags["json-out"], JSON.stringify(result, null, 2));
   console.log(JSON.stringify(result, null, 2));
+  process.exit(0);
+}
+
+if (flags["idle-pickup"]) {
+  const minutes = flags["idle-minutes"].split(",").map((m) => Number(m.trim()));
+  const receivers = Number(flags.receivers);
+  const samples = Number(flags.samples ?? "20");
+  if (
+    minutes.some((m) => !(m > 0)) ||
+    !Number.isInteger(receivers) ||
+    receivers < 1 ||
+    !Number.isInteger(samples) ||
+    samples < 1
+  ) {
+    console.error(
+      "--idle-minutes takes positive numbers (0.25 for a quick run); --receivers and --samples positive integers",
+    );
+    process.exit(2);
+  }
+  const url = benchDatabaseUrl(flags["database-url"]);
+  await ensureDatabase(url);
+  const { idlePickup } = await import("./latency/idle-pickup.js");
+  const coordinator = flags["idle-coordinator"];
+  const rows = [];
+  for (const idleMinutes of minutes) {
+    console.error(
+      `idle pickup after ${idleMinutes} min, coordinator ${coordinator || "default"} (load ${loadAverage()[0]})...`,
+    );
+    const r = await idlePickup({
+      url,
+      idleMinutes,
+      receivers,
+      samples,
+      gapMs: Math.max(Number(flags["gap-ms"]), 200),
+      coordinator,
+      progress: (l) => console.error(l),
+    });
+    rows.push(r);
+    console.log(
+      `idle ${idleMinutes} min, coordinator ${coordinator || "default"}: first job after idle ${r.cold.map((c) => dec(c)).join(" / ")} ms; ` +
+        `p50 ${dec(r.p50)} ms, p99 ${dec(r.p99)} ms, max ${dec(r.max)} ms over ${r.samples} (${r.withoutWakeup} found by a poll); ` +
+        `idle ${dec(r.idleTransactionsPerSecondPerNode)} transactions/s per node`,
+    );
+  }
+  if (flags["json-out"]) writeFileSync(flags["json-out"], JSON.stringify(rows, null, 2));
   process.exit(0);
 }
 

@@ -21,6 +21,7 @@ import type { ListJobsFilter } from "../store/jobs/read-jobs.js";
 import type { MigrateResult } from "../store/migrations/migrate.js";
 import type { SchemaVerdict } from "../logic/schema-compat.js";
 import { checkSchemaVersion } from "./schema-check.js";
+import { bareClientWakeup } from "./enqueue-hints.js";
 import { validateJobId } from "../input/job-id.js";
 import { asQueryable, type SqlClient } from "../db/sql.js";
 import { readExplainFacts } from "../store/operator/explain-sql.js";
@@ -63,7 +64,10 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
   readonly dlq: DeadLetterQueue<Tasks>;
   protected readonly pool: pg.Pool;
   protected readonly writeAction: WriteAction;
-  /** The node's hooks; none for a bare client, whose writes are found by the nodes' polls. */
+  /**
+   * The node's hooks; none for a bare client, whose inserts carry a NOTIFY for the nodes that LISTEN
+   * (bareClientWakeup), and are otherwise found by the nodes' polls.
+   */
   private readonly hooks: ClientHooks | undefined;
   private readonly ownsPool: boolean;
   protected closed = false;
@@ -175,7 +179,9 @@ export class PawlClient<Tasks extends object = PawlTasks> extends ClientComposit
    * rides in the insert when the coordinator can fold it, else it is published afterwards.
    */
   private async insert(jobs: readonly NewJob[], client: SqlClient | undefined): Promise<EnqueuedJob[]> {
-    const notify = this.hooks?.foldWakeup(jobs, client !== undefined);
+    const notify = this.hooks
+      ? this.hooks.foldWakeup(jobs, client !== undefined)
+      : bareClientWakeup(this.config.coordinator, this.config.schema, jobs, this.config.nodeId, Date.now());
     // Decided once per call: pg takes pawl's named statements, any other client their text (src/db/sql.ts).
     const tx = client === undefined ? undefined : asQueryable(client);
     const store = tx ? this.store.withClient(tx) : this.store;

@@ -4,7 +4,9 @@
  * a wakeup for them would cost every node a poll and gain nothing. One rule for both moments it is
  * applied: before the insert (to fold the notify into it) and after (to publish it separately).
  */
-import type { WakeupHint } from "../../coordinators/spi.js";
+import type { FoldedNotify, WakeupHint } from "../../coordinators/spi.js";
+import { encodeHint } from "../../coordinators/hint-codec.js";
+import { postgresChannelName } from "../../coordinators/postgres/postgres-config.js";
 import type { NewJob } from "../input/enqueue-input.js";
 import { priorities } from "../input/priority.js";
 
@@ -60,4 +62,33 @@ export function hintJobOfRow(
   return keyed === undefined
     ? { type: job.type, priority: job.priority, due }
     : { type: job.type, priority: job.priority, due, keyed };
+}
+
+/**
+ * The wakeup a bare client (no node, so no coordinator of its own: a web process) folds into its insert,
+ * so the nodes LISTENing on its database hear of urgent work as it commits, as they do of the SQL
+ * function's (migrations/0007_sql_enqueue.sql): `pg_notify` on the schema's wakeup channel. Only when its
+ * configuration says the nodes LISTEN on this database: `auto` (the default) or `postgres` without a URL
+ * of its own. Nothing otherwise, and nothing for a job that would not wake anyone (see {@link urgentHint}).
+ *
+ * @example
+ * ```ts
+ * bareClientWakeup("auto", "pawl", [job], "web-1", Date.now()); // { channel: "pawl_pawl_wakeup", payload: "{...}" }
+ * ```
+ */
+export function bareClientWakeup(
+  coordinator: unknown,
+  schema: string,
+  jobs: readonly NewJob[],
+  source: string,
+  now: number,
+): FoldedNotify | undefined {
+  if (typeof coordinator !== "string" || !/^\s*(auto|postgres|postgresql)\s*$/i.test(coordinator))
+    return undefined;
+  const hint = urgentHint(
+    jobs.map((j) => hintJobOfNew(j, now)),
+    source,
+  );
+  const payload = hint ? encodeHint(hint) : null;
+  return payload === null ? undefined : { channel: postgresChannelName(schema), payload };
 }

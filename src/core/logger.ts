@@ -1,11 +1,15 @@
 /**
- * The logging seam. pawl never writes to the console on its own except through {@link consoleLogger};
- * hosts pass their own logger. pawl calls `level(message, fields)`: `console` and winston take that shape
- * as they are (see {@link HostLogger}; a missing `child` is made up by {@link guardLogger}), and pino,
- * which takes `(fields, message)`, goes through {@link pinoLogger}. Every line pawl logs has connection
- * URLs' passwords removed first (redact.ts): by {@link consoleLogger} on the line it writes, and by
- * {@link guardLogger} on the message and fields it hands to the host's logger.
+/**
+ * The logging seam. pawl writes to the console only through {@link consoleLogger}, which is also the
+ * default at `warn` level: a failing claim or a lost connection must be visible without any setup, and
+ * info lines are not a library's to print. Hosts pass their own logger, or `false` for silence (see
+ * {@link resolveLogger}). pawl calls `level(message, fields)`: `console` and winston take that shape as
+ * they are (see {@link HostLogger}; a missing `child` is made up by {@link guardLogger}), and pino, which
+ * takes `(fields, message)`, is recognised and adapted by {@link pinoLogger}. Every line pawl logs has
+ * connection URLs' passwords removed first (redact.ts): by {@link consoleLogger} on the line it writes, and
+ * by {@link guardLogger} on the message and fields it hands to the host's logger.
  */
+import { ValidationError } from "./errors.js";
 import { redactText } from "./redact.js";
 
 /** Structured fields attached to a log line. */
@@ -139,7 +143,7 @@ function redactValue(value: unknown): unknown {
   return value;
 }
 
-/** A logger that drops everything (the default in tests). */
+/** A logger that drops everything (`logger: false`). */
 export const silentLogger: Logger = {
   debug: () => {},
   info: () => {},
@@ -186,6 +190,57 @@ export function guardLogger(logger: HostLogger, bound: LogFields = {}): Logger {
       return guardLogger(logger, { ...bound, ...fields });
     },
   };
+}
+
+/**
+ * Whether `value` is a pino logger (pino itself, a child, Fastify's `request.log`): pino takes
+ * `(fields, message)` and would drop pawl's fields as unused format arguments, so it is adapted. Told
+ * apart by what only pino has: `bindings()` and the `levels.values` table.
+ */
+export function isPinoLogger(value: unknown): value is PinoLike {
+  if (typeof value !== "object" || value === null) return false;
+  const v = value as { bindings?: unknown; levels?: { values?: unknown } | null; child?: unknown };
+  return (
+    typeof v.bindings === "function" &&
+    typeof v.child === "function" &&
+    typeof v.levels === "object" &&
+    v.levels !== null &&
+    typeof v.levels.values === "object"
+  );
+}
+
+/**
+ * The logger pawl runs with, from the `logger` option: unset logs warnings and errors to stderr
+ * ({@link consoleLogger} at `warn`), `false` drops everything, a pino logger is adapted
+ * ({@link pinoLogger}), and any other {@link HostLogger} is used as it is. Every one but the silent logger
+ * is wrapped by {@link guardLogger}, so logging never throws into pawl.
+ *
+ * @throws ValidationError `INVALID_CONFIG` for anything else (a string, `true`, an object without the
+ *   four level methods).
+ *
+ * @example
+ * ```ts
+ * resolveLogger(undefined).warn("seen on stderr");
+ * resolveLogger(false).error("seen by no one");
+ * ```
+ */
+export function resolveLogger(logger: HostLogger | PinoLike | false | undefined): Logger {
+  if (logger === false) return silentLogger;
+  if (logger === undefined) return consoleLogger("warn");
+  if (isPinoLogger(logger)) return guardLogger(pinoLogger(logger));
+  const v = logger as unknown as Record<string, unknown> | null;
+  if (
+    typeof v !== "object" ||
+    v === null ||
+    !["debug", "info", "warn", "error"].every((k) => typeof v[k] === "function")
+  ) {
+    throw new ValidationError(
+      "INVALID_CONFIG",
+      "invalid logger: pass an object with debug, info, warn and error methods (console, pino, winston), " +
+        "or false for no logging",
+    );
+  }
+  return guardLogger(logger as HostLogger);
 }
 
 function isLogger(value: unknown): value is Logger {

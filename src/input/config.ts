@@ -12,7 +12,7 @@ import { createCoordinator } from "../../coordinators/index.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { ValidationError } from "../core/errors.js";
 import { describeValue, storableText } from "../core/input-text.js";
-import { guardLogger, silentLogger, type HostLogger, type Logger } from "../core/logger.js";
+import { resolveLogger, type HostLogger, type Logger, type PinoLike } from "../core/logger.js";
 import { defaultMaxPayloadBytes } from "./payload.js";
 import { defaultSchema, validateSchemaName } from "../db/schema-name.js";
 import { intOption } from "./int-option.js";
@@ -26,7 +26,11 @@ import { resolveQueueLimits } from "./queue-config.js";
 import { resolveTracing, type ResolvedTracing, type TracingOptions } from "./tracing-options.js";
 import { embeddedCoordinator, usesEmbeddedDatabase } from "./embedded-config.js";
 import { poolConnectionString } from "../db/pool-url.js";
-import { emptyToUndefined, resolveDirectConnectionString } from "./pooler-config.js";
+import {
+  defaultServerCoordinator,
+  emptyToUndefined,
+  resolveDirectConnectionString,
+} from "./pooler-config.js";
 
 /** Options of {@link createPawl}. Every field is optional. */
 export interface PawlConfig extends RuntimeOptions {
@@ -126,8 +130,11 @@ export interface PawlConfig extends RuntimeOptions {
    */
   claimCursorFullDiscoveryMaxMs?: number;
   /**
-   * The wakeup transport: `none`, `in-memory`, `postgres`, an amqp:// or hazelcast:// URL, or an instance.
-   * Env `PAWL_COORDINATOR`. Default `none`; `in-memory` on an embedded database, which refuses `postgres`.
+   * The wakeup transport: `auto`, `none`, `in-memory`, `postgres`, an amqp:// or hazelcast:// URL, or an
+   * instance. Env `PAWL_COORDINATOR`. Default `auto`: LISTEN/NOTIFY on the database (`postgres`, on
+   * `directConnectionString` if given) when `pg-listen` is installed, else `none` with a warning; behind a
+   * transaction pooler without `directConnectionString` the LISTEN probe finds the connection deaf, warns
+   * and the node polls. `in-memory` on an embedded database, which refuses `postgres`.
    */
   coordinator?: string | Coordinator;
   /**
@@ -137,8 +144,11 @@ export interface PawlConfig extends RuntimeOptions {
    * `false` turns it off; an object tunes it ({@link TracingOptions}). Env `PAWL_TRACING` (`true`/`false`).
    */
   tracing?: boolean | TracingOptions;
-  /** Where pawl logs. Default: silent. */
-  logger?: HostLogger;
+  /**
+   * Where pawl logs: `console`, a pino logger (recognised and adapted), winston, any {@link HostLogger},
+   * or `false` for nothing. Default: warnings and errors as JSON lines on stderr.
+   */
+  logger?: HostLogger | PinoLike | false;
   /** The clock for in-process timers and machine delays (tests pass a ManualClock). */
   clock?: Clock;
 }
@@ -368,9 +378,16 @@ export function resolveConfig(config: PawlConfig = {}): ResolvedConfig {
     claimCursorFullDiscoveryMaxMs,
     coordinator: usesEmbeddedDatabase(config.pool, connectionString)
       ? embeddedCoordinator(config.coordinator ?? process.env.PAWL_COORDINATOR)
-      : (config.coordinator ?? process.env.PAWL_COORDINATOR ?? "none"),
+      : (config.coordinator ??
+        process.env.PAWL_COORDINATOR ??
+        defaultServerCoordinator({
+          pool: config.pool,
+          poolUrl: fromPool,
+          connectionString: config.connectionString,
+          direct: directConnectionString,
+        })),
     tracing: resolveTracing(config.tracing ?? envBool("PAWL_TRACING")),
-    logger: config.logger ? guardLogger(config.logger) : silentLogger,
+    logger: resolveLogger(config.logger),
     clock: config.clock ?? systemClock,
   };
 }

@@ -14,7 +14,7 @@ export function usesEmbeddedDatabase(pool: pg.Pool | undefined, connectionString
 }
 
 /**
- * The coordinator on an embedded database: `in-memory` unless one is chosen. `postgres` (LISTEN on the
+ * The coordinator on an embedded database: `in-memory` unless one is chosen (`auto` means it too). `postgres` (LISTEN on the
  * job database) is refused: its LISTEN needs a connection of its own, and the embedded database serves
  * one (a `postgres://` URL naming another, real server is left alone). Every node on an embedded
  * database is in this process, so the in-memory bus reaches all of them.
@@ -22,7 +22,9 @@ export function usesEmbeddedDatabase(pool: pg.Pool | undefined, connectionString
  * @throws ValidationError `INVALID_CONFIG` for the postgres coordinator.
  */
 export function embeddedCoordinator(chosen: string | Coordinator | undefined): string | Coordinator {
-  if (chosen === undefined) return "in-memory";
+  // `auto` picks LISTEN on a server; here the in-memory bus is what reaches every node.
+  if (chosen === undefined || (typeof chosen === "string" && /^auto$/i.test(chosen.trim())))
+    return "in-memory";
   if (typeof chosen === "string" && /^postgres(ql)?$/i.test(chosen.trim())) {
     throw new ValidationError(
       "INVALID_CONFIG",

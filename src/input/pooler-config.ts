@@ -39,3 +39,27 @@ export function resolveDirectConnectionString(
   }
   return value;
 }
+
+/**
+ * The coordinator a server database gets when none is chosen: `auto` (LISTEN/NOTIFY when `pg-listen` is
+ * installed), so a job enqueued by another process starts within milliseconds instead of at the next poll
+ * (up to 60 s on an idle node). `none` only when pawl cannot tell where LISTEN should go: a user's pool
+ * whose settings cannot be written as a URL, with neither `connectionString` nor `directConnectionString`
+ * (a LISTEN on `DATABASE_URL` or the default database would hear nothing of the pool's jobs).
+ *
+ * @example
+ * ```ts
+ * defaultServerCoordinator({ pool: undefined, poolUrl: undefined, connectionString: undefined, direct: undefined }); // "auto"
+ * ```
+ */
+export function defaultServerCoordinator(known: {
+  pool: pg.Pool | undefined;
+  poolUrl: string | undefined;
+  connectionString: string | undefined;
+  direct: string | undefined;
+}): "auto" | "none" {
+  if (known.pool === undefined) return "auto";
+  return known.poolUrl !== undefined || known.connectionString !== undefined || known.direct !== undefined
+    ? "auto"
+    : "none";
+}

@@ -143,6 +143,8 @@ describe("parseCoordinatorSpec", () => {
     [undefined, { transport: "none" }],
     ["", { transport: "none" }],
     ["None", { transport: "none" }],
+    ["auto", { transport: "auto" }],
+    [" Auto ", { transport: "auto" }],
     ["in-memory", { transport: "in-memory", bus: "default" }],
     ["in-memory://cluster-1", { transport: "in-memory", bus: "cluster-1" }],
     ["postgres", { transport: "postgres" }],
@@ -161,6 +163,7 @@ describe("parseCoordinatorSpec", () => {
 
   it.each([
     ["redis://localhost", /unknown coordinator "redis/],
+    ["auto://somewhere", /unknown coordinator "auto:\/\/somewhere": expected auto, none/],
     ["amqp", /needs a URL/],
     ["amqp://", /malformed|no host/],
     ["amqp://h?exchange=amq.direct", /exchange/],
@@ -203,6 +206,18 @@ describe("createCoordinator", () => {
     none.notifyNewWork({ priority: 1, source: "n" });
     expect(none.status()).toMatchObject({ transport: "none", connected: false, published: 0 });
     await none.close();
+  });
+
+  it("makes auto the postgres coordinator on the schema's channel when pg-listen is installed", async () => {
+    const auto = await createCoordinator("auto", { ...options, schema: "jobs" });
+    expect(auto.status()).toMatchObject({ transport: "postgres", connected: false });
+    expect(
+      (auto as unknown as { config: { channel: string; connectionString: string } }).config,
+    ).toMatchObject({
+      channel: "pawl_jobs_wakeup",
+      connectionString: "postgres://localhost/db",
+    });
+    await auto.close();
   });
 
   it("validates shared options when constructing", async () => {

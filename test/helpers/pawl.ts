@@ -11,7 +11,7 @@ export async function setupSchema(prefix = "t"): Promise<{
 }> {
   const schema = uniqueSchema(prefix);
   const pool = testPool(8);
-  const pawl = createPawl({ connectionString: databaseUrl, schema });
+  const pawl = createPawl({ connectionString: databaseUrl, schema, logger: false });
   await pawl.migrate();
   await pawl.close();
   return {
@@ -29,8 +29,11 @@ export async function setupSchema(prefix = "t"): Promise<{
  * own, it runs 4 slots and polls fast: empty polls back off at most to 500 ms (production backs off to
  * 30 s), so a job rescheduled a moment ahead is picked up promptly even on a loaded machine; a test that
  * sets its own pollIntervalMs above that keeps it (the bounds are lifted to fit). With `queues` the
- * concurrency is left to them (pawl requires the two to agree). `{ pawlDefaults: true }` leaves every
- * setting at pawl's own default, for a test of what the defaults do.
+ * concurrency is left to them (pawl requires the two to agree). Unless the test chooses them, there is
+ * no coordinator (pawl's default LISTENs, one more connection per node on the shared server, and the fast
+ * polling finds the work anyway) and no logger (the default writes warnings to stderr, and many tests
+ * provoke them on purpose). `{ pawlDefaults: true }` leaves every setting at pawl's own default, for a
+ * test of what the defaults do.
  */
 export function testPawl(
   schema: string,
@@ -45,6 +48,8 @@ export function testPawl(
     pollIntervalMs: 50,
     completionFlushMs: 1,
     polling: { maxDelayMs: 500, deepIdleDelayMs: 500 },
+    coordinator: "none",
+    logger: false,
     ...config,
   } as PawlConfig);
 }

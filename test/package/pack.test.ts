@@ -65,7 +65,7 @@ afterAll(async () => {
 });
 
 describe("the tarball", () => {
-  it("holds the build, the bin, the migrations, the README and the LICENSE, and no tests or benchmarks", () => {
+  it("holds the build, the bin, the migrations, the README, the LICENSE, the Grafana dashboard and the alert rules, and no tests or benchmarks", () => {
     const paths = packed.files.map((f) => f.path);
     for (const required of [
       "package.json",
@@ -81,12 +81,16 @@ describe("the tarball", () => {
       "dist/src/testing/index.js",
       "dist/src/cli/main.js",
       "migrations/0001_init.sql",
+      // docs/observability.md points users at these two, in the package they installed.
+      "observability/grafana/pawl.json",
+      "observability/prometheus/alerts.yml",
     ]) {
       expect(paths).toContain(required);
     }
     const stray = paths.filter(
       (p) =>
         !/^(package\.json|README\.md|LICENSE|bin\/pawl\.js|migrations\/\d{4}_[a-z0-9_]+\.sql)$/.test(p) &&
+        !/^observability\/(grafana\/[a-z0-9-]+\.json|prometheus\/alerts\.yml)$/.test(p) &&
         !/^dist\/(src|coordinators|observability)\//.test(p),
     );
     expect(stray).toEqual([]);
@@ -161,7 +165,12 @@ console.log(JSON.stringify(out));
     expect(before.code).toBe(1);
     expect(before.stderr).toContain("pending migration");
 
-    const out = JSON.parse((await node("run-job.mjs", schema)).stdout);
+    const run = await node("run-job.mjs", schema);
+    const out = JSON.parse(run.stdout);
+    // Only a connection string: the default coordinator (auto) finds no pg-listen here, says so on stderr
+    // (the default logger), and the node runs by polling.
+    expect(run.stderr).toContain("pg-listen is not installed");
+    expect(run.stderr).toContain("npm install pg-listen");
     expect(out.missing).toEqual({
       postgres: expect.objectContaining({ code: "MISSING_DEPENDENCY", typed: true }),
       "amqp://127.0.0.1:5672": expect.objectContaining({ code: "MISSING_DEPENDENCY", typed: true }),

@@ -40,7 +40,8 @@ function redact(spec: string): string {
   return spec.replace(/\/\/([^:/@]+):([^@]+)@/, "//$1:***@");
 }
 
-class NodeProcess {
+/** One node.ts process, and its messages. */
+export class NodeProcess {
   private readonly child: ChildProcess;
   private readonly listeners = new Set<(m: NodeMessage) => void>();
   readonly exited: Promise<void>;

@@ -68,7 +68,14 @@ function worker(config: PawlConfig = {}): Pawl {
 }
 
 function client(config: PawlConfig = {}): PawlClient {
-  const c = new PawlClient({ connectionString: databaseUrl, schema, ...config });
+  // Like testPawl's nodes: no coordinator unless the test chooses one (pawl's default LISTENs).
+  const c = new PawlClient({
+    connectionString: databaseUrl,
+    schema,
+    coordinator: "none",
+    logger: false,
+    ...config,
+  });
   closers.push(c);
   return c;
 }

@@ -24,7 +24,7 @@ afterEach(async () => {
   for (const n of nodes.splice(0)) await n.close();
 });
 
-/** A node with every default (no coordinator, claim cursors on, adaptive polling from 2 s). */
+/** A node with every default (the postgres coordinator by auto, claim cursors on, adaptive polling from 2 s). */
 async function idleNode(register: (n: Pawl) => void): Promise<Pawl> {
   const n = testPawl(schema, {}, { pawlDefaults: true });
   nodes.push(n);

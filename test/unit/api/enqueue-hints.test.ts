@@ -3,7 +3,14 @@
  * now; the hint carries the highest priority and the type when all jobs share one.
  */
 import { describe, expect, it } from "vitest";
-import { hintJobOfNew, hintJobOfRow, urgentHint, type HintJob } from "../../../src/api/enqueue-hints.js";
+import {
+  bareClientWakeup,
+  hintJobOfNew,
+  hintJobOfRow,
+  urgentHint,
+  type HintJob,
+} from "../../../src/api/enqueue-hints.js";
+import { decodeHint } from "../../../coordinators/hint-codec.js";
 import type { NewJob } from "../../../src/input/enqueue-input.js";
 import { newJob } from "../../helpers/new-job.js";
 
@@ -77,5 +84,29 @@ describe("due now", () => {
     ["scheduled later", now + 6, false],
   ])("after the insert: %s", (_label, at, due) => {
     expect(hintJobOfRow({ type: "t", priority: 10, scheduledTime: new Date(at) }, now).due).toBe(due);
+  });
+});
+
+describe("bareClientWakeup", () => {
+  const now = 1_000_000;
+  it.each<[string, unknown, NewJob[], boolean]>([
+    ["auto (the default), one job due now", "auto", [newJob()], true],
+    ["postgres, one job due now", "postgres", [newJob()], true],
+    ["Postgres in any case", " PostgreSQL ", [newJob()], true],
+    ["auto, a job for later", "auto", [newJob({ delayMs: 60_000 })], false],
+    ["auto, a batch of normal jobs", "auto", [newJob(), newJob()], false],
+    ["auto, a critical batch", "auto", [newJob(), newJob({ priority: 30 })], true],
+    ["none", "none", [newJob()], false],
+    ["postgres on another database (its nodes LISTEN there)", "postgres://other/db", [newJob()], false],
+    ["amqp", "amqp://mq", [newJob()], false],
+    ["a coordinator instance", {}, [newJob()], false],
+  ])("%s: folds a notify = %s", (_name, coordinator, jobs, folds) => {
+    const notify = bareClientWakeup(coordinator, "jobs", jobs, "web-1", now);
+    if (!folds) {
+      expect(notify).toBeUndefined();
+      return;
+    }
+    expect(notify?.channel).toBe("pawl_jobs_wakeup");
+    expect(decodeHint(notify!.payload)).toMatchObject({ source: "web-1" });
   });
 });

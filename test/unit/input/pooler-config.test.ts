@@ -2,8 +2,9 @@
  * `preparedStatements` and `directConnectionString`: defaults, environment variables and refusals, as
  * resolveConfig reads them (docs/deployment.md#transaction-poolers).
  */
-import { afterEach, describe, expect, it } from "vitest";
-import { coordinatorFor, resolveConfig } from "../../../src/input/config.js";
+import pg from "pg";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { coordinatorFor, resolveConfig, type PawlConfig } from "../../../src/input/config.js";
 import { ValidationError } from "../../../src/core/errors.js";
 import { named, tablesFor } from "../../../src/db/sql.js";
 
@@ -79,5 +80,48 @@ describe("directConnectionString", () => {
     expect((error as ValidationError).code).toBe("INVALID_CONFIG");
     expect(String(error)).toMatch(message);
     expect(String(error)).not.toContain("secret");
+  });
+});
+
+describe("the default coordinator", () => {
+  afterEach(() => {
+    if (saved.PAWL_COORDINATOR === undefined) delete process.env.PAWL_COORDINATOR;
+    else process.env.PAWL_COORDINATOR = saved.PAWL_COORDINATOR;
+  });
+
+  const urlPool = new pg.Pool({ connectionString: "postgres://app@db:5432/app" });
+  // A password function cannot be written into a URL: pawl cannot tell where LISTEN should go.
+  const opaquePool = new pg.Pool({ host: "db", password: () => "secret" });
+  afterAll(async () => {
+    await Promise.all([urlPool.end(), opaquePool.end()]);
+  });
+
+  it.each([
+    ["only a connection string", { connectionString: "postgres://app@db/app" }, "auto"],
+    ["nothing at all", {}, "auto"],
+    ["a pool with a URL", { pool: urlPool }, "auto"],
+    ["a pool without one", { pool: opaquePool }, "none"],
+    [
+      "a pool without one, and connectionString",
+      { pool: opaquePool, connectionString: "postgres://db/app" },
+      "auto",
+    ],
+    [
+      "a pool without one, and a direct URL",
+      { pool: opaquePool, directConnectionString: "postgres://db/app" },
+      "auto",
+    ],
+    ["a chosen one", { coordinator: "none" }, "none"],
+    ["the embedded database", { connectionString: "pglite://memory" }, "in-memory"],
+  ] as const)("with %s is %s", (_name, config, expected) => {
+    delete process.env.PAWL_COORDINATOR;
+    expect(resolveConfig(config as PawlConfig).coordinator).toBe(expected);
+  });
+
+  it("PAWL_COORDINATOR replaces it, and auto on the embedded database means in-memory", () => {
+    process.env.PAWL_COORDINATOR = "none";
+    expect(resolveConfig({}).coordinator).toBe("none");
+    process.env.PAWL_COORDINATOR = "auto";
+    expect(resolveConfig({ connectionString: "pglite://memory" }).coordinator).toBe("in-memory");
   });
 });
