@@ -6,6 +6,7 @@
 import type { InspectionEvent } from "xstate";
 import type { ActorNode, ActorTree } from "../src/index.js";
 import { sanitize } from "./sanitize.js";
+import type { MachineSource, MachinesView } from "./machines-view.js";
 
 /** The slice of the node runtime the inspector reads (a started {@link Pawl}'s `nodeRuntime`). */
 export interface InspectableRuntime {
@@ -34,7 +35,7 @@ export interface ClosedRateKey {
 }
 
 /** What the inspector reads from a node: a {@link Pawl} satisfies it. */
-export interface InspectorSource {
+export interface InspectorSource extends MachineSource {
   readonly nodeId: string;
   readonly running: boolean;
   inspect(): ActorTree | null;
@@ -79,6 +80,11 @@ export interface ActorsView {
   rateLimits: ClosedRateKey[];
   /** The whole tree, as `pawl.inspect()` gives it; null before start. */
   tree: ActorTree | null;
+  /**
+   * The durable machines that have not ended, across the cluster, read from the store (machines-view.ts);
+   * absent when the source has no store.
+   */
+  machines?: MachinesView;
 }
 
 /** Builds the view (never throws for a node that is not started). */

@@ -7,6 +7,10 @@
  * - input the request got wrong (a target that is not a URL, broken percent-encoding, a value pawl
  *   refuses) is a 400 naming what was wrong;
  * - pawl's tables missing (a schema nobody migrated) is a 503 with a Retry-After and the fix;
+ * - an action PostgreSQL refused for lack of privilege (a {@link PrivilegeError}: a console run with
+ *   the read-only role) is a 403 with pawl's message and the GRANT the schema's owner would run. That
+ *   text is pawl's own (the action, the role and the grant), and the operator needs it to fix the role;
+ *   a bare permission denial pawl did not wrap stays a 500, as its text is the database's;
  * - anything else is a 500 whose body says nothing of the cause: database error text can name tables,
  *   roles or values, so it goes to the log, with connection URLs redacted, and not to the client.
  *
@@ -15,6 +19,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { redactText } from "../src/core/redact.js";
 import { PawlError, ValidationError } from "../src/core/errors.js";
+import { PrivilegeError } from "../src/db/privilege-error.js";
 import {
   consoleLogger,
   guardLogger,
@@ -69,6 +74,7 @@ const notMigratedCodes = new Set(["42P01", "3F000"]);
  * @example
  * ```ts
  * httpFailure(new URIError("URI malformed")).status; // 400
+ * httpFailure(new PrivilegeError("permission denied ...", "GRANT ...", cause)).status; // 403
  * httpFailure(Object.assign(new Error("relation x does not exist"), { code: "42P01" })).status; // 503
  * ```
  */
@@ -80,6 +86,10 @@ export function httpFailure(error: unknown, surface = "pawl"): HttpFailure {
   // Thrown by the platform on the client's bytes: a target that is not a URL, broken %-encoding.
   if (error instanceof URIError || code === "ERR_INVALID_URL")
     return { status: 400, headers: {}, body: `${surface}: malformed request\n`, log: false };
+  if (error instanceof PrivilegeError) {
+    const grant = error.grant ? `\nAsk the schema's owner to run:\n${error.grant}\n` : "";
+    return { status: 403, headers: {}, body: redactText(`${surface}: ${message}\n${grant}`), log: false };
+  }
   if (typeof code === "string" && notMigratedCodes.has(code)) {
     return {
       status: 503,

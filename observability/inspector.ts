@@ -20,6 +20,7 @@ import type { InspectionEvent } from "xstate";
 import type { PawlEventName, PawlEvents } from "../src/index.js";
 import { refusal, tokenCheck } from "./access.js";
 import { actorsView, type InspectorSource } from "./actor-view.js";
+import { machinesView } from "./machines-view.js";
 import {
   guardHandler,
   requestUrl,
@@ -31,6 +32,7 @@ import { inspectionFeed } from "./inspection-feed.js";
 import { inspectionKinds, serializeInspectionEvent, type InspectionKind } from "./sanitize.js";
 
 export type { ActorsView, BusySlot, InspectorSource, InspectableRuntime } from "./actor-view.js";
+export type { MachineActorView, MachinesView, MachineSource } from "./machines-view.js";
 export type { RequestHandler, SurfaceLogger } from "./http-guard.js";
 
 /** Options of {@link createInspector}. */
@@ -54,6 +56,8 @@ export interface InspectorOptions {
   maxBufferedBytes?: number;
   /** Interval of SSE keep-alive comments (ms). Default 15,000. */
   keepAliveMs?: number;
+  /** The most durable machines the tree's `machines` lists (read from the store). Default 100, at most 499. */
+  maxMachines?: number;
 }
 
 /** What {@link createInspector} returns. */
@@ -108,6 +112,9 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
   if (!Number.isInteger(maxStreams) || maxStreams < 0)
     throw new TypeError("createInspector: maxStreams must be a whole number >= 0");
   const log = surfaceLogger(options.logger);
+  const maxMachines = options.maxMachines ?? 100;
+  if (!Number.isInteger(maxMachines) || maxMachines < 0 || maxMachines > 499)
+    throw new TypeError("createInspector: maxMachines must be a whole number from 0 to 499");
 
   const streams = new Set<Stream>();
   const feed = inspectionFeed(pawl);
@@ -255,11 +262,18 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
         json(res, 503, { error: "the inspector is closed" });
         return;
       }
-      if (isStream) openStream(res, url);
-      else json(res, 200, actorsView(pawl, includePayloads));
+      if (isStream) return openStream(res, url);
+      return tree(res);
     },
     log,
   );
+
+  /** The tree, with the durable machines read from the store (a failed read is the guard's answer). */
+  async function tree(res: ServerResponse) {
+    const view = actorsView(pawl, includePayloads);
+    const machines = maxMachines > 0 ? await machinesView(pawl, maxMachines) : null;
+    json(res, 200, machines ? { ...view, machines } : view);
+  }
 
   return {
     handler,

@@ -6,6 +6,7 @@ import { type Explanation, type Job, type NodeStatus } from "../../src/index.js"
 import { describeReason } from "../../src/logic/explain-text.js";
 import type { ActorNode, ActorTree } from "../../src/index.js";
 import type { JobPreview } from "../../src/store/operator/job-preview-sql.js";
+import { jobHistory } from "./job-history.js";
 import { actionForm, h, jsonBlock, raw, table, when, type Html, type PageContext } from "./html.js";
 
 const status = (s: string) => h`<span class="status s-${s}">${s}</span>`;
@@ -64,7 +65,7 @@ export function jobsPage(
   )}${nextBefore !== null ? h`<p><a rel="next" href="${ctx.base}/jobs?${next.toString()}">Older jobs →</a></p>` : ""}`;
 }
 
-/** One job: the explain answer first, then its fields, payload, result, errors and flow. */
+/** One job: the explain answer first, then its fields, payload, result, steps, machine, errors and flow. */
 export function jobPage(
   ctx: PageContext,
   job: Job,
@@ -106,7 +107,7 @@ export function jobPage(
       ],
     ],
   )}<h2>Payload</h2>${jsonBlock(job.payload)}<h2>Result</h2>${jsonBlock(job.result ?? null)}
-<h2>Attempts with errors</h2>${table(
+${jobHistory(job, now)}<h2>Attempts with errors</h2>${table(
     ["attempt", "at", "error", "message"],
     job.errors.map((e) => [e.attempt, e.at, e.name, h`<span class="error-message">${e.message}</span>`]),
     "no failed attempt",

@@ -23,6 +23,7 @@ import { validateDeadLetterFilter, type DeadLetterFilter } from "../../input/fil
 import type { Queryable, Tables } from "../../db/sql.js";
 import { validateJobId } from "../../input/job-id.js";
 import { storableText } from "../../core/input-text.js";
+import { listMachines, type MachineSummary } from "./machine-list-sql.js";
 
 /** Bounded reads for operators' views. */
 export interface OperatorReads {
@@ -49,6 +50,8 @@ export interface OperatorReads {
    * the busiest keys (concurrency-keys-sql.ts; bounded however many keys there are).
    */
   concurrencyKeys(bounds?: ConcurrencyKeysBounds): Promise<ConcurrencyKeys>;
+  /** The newest durable machines that have not ended, running or parked (machine-list-sql.ts). */
+  machines(limit: number): Promise<MachineSummary[]>;
 }
 
 /**
@@ -104,5 +107,9 @@ export class PostgresOperatorReads implements OperatorReads {
 
   concurrencyKeys(bounds?: ConcurrencyKeysBounds): Promise<ConcurrencyKeys> {
     return readConcurrencyKeys(this.db, this.t, bounds);
+  }
+
+  machines(limit: number): Promise<MachineSummary[]> {
+    return listMachines(this.db, this.t, limit);
   }
 }
