@@ -114,6 +114,7 @@ export type {
 } from "./cluster/index.js";
 export type { MissedFirePolicy } from "./logic/cron.js";
 export type { Explanation, ExplainReason } from "./logic/explain.js";
+export { describeReason } from "./logic/explain-text.js";
 // Durable machines (docs/durable-machines.md).
 export type { MachineOptions } from "./api/pawl.js";
 export { MachineFinishedError } from "./composition/machine-errors.js";
