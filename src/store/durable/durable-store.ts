@@ -14,6 +14,7 @@ import {
   sendNamedSignal,
   type NamedSignalResult,
 } from "./signal-inbox-sql.js";
+import { notifyReleased, type ReleasedWork } from "../jobs/released-notify-sql.js";
 import { pruneOrphans, type DurablePrunable, type DurablePruneBatch } from "./step-prune-sql.js";
 import {
   beginWait,
@@ -70,6 +71,8 @@ export interface DurableStore {
   discardSteps(jobIds: readonly string[]): Promise<number>;
   /** One batch of the pruner's pass over steps, signals or machines of jobs that are gone. */
   pruneOrphans(table: DurablePrunable, afterJobId: string, limit: number): Promise<DurablePruneBatch>;
+  /** Hints the postgres wakeup channel from SQL that jobs were made runnable again (a bare client's wake). */
+  notifyReleased(work: readonly ReleasedWork[]): Promise<void>;
 }
 
 /** The PostgreSQL {@link DurableStore}, on one connection. */
@@ -124,5 +127,8 @@ export class PostgresDurableStatements implements DurableStore {
   }
   pruneOrphans(table: DurablePrunable, afterJobId: string, limit: number): Promise<DurablePruneBatch> {
     return pruneOrphans(this.db, this.t, table, afterJobId, limit);
+  }
+  notifyReleased(work: readonly ReleasedWork[]): Promise<void> {
+    return notifyReleased(this.db, this.t, work);
   }
 }
