@@ -117,7 +117,7 @@ export type { Explanation, ExplainReason } from "./logic/explain.js";
 export { describeReason } from "./logic/explain-text.js";
 // Durable machines (docs/durable-machines.md).
 export type { MachineOptions } from "./api/pawl.js";
-export { MachineFinishedError } from "./composition/machine-errors.js";
+export { MachineFinishedError, NotAMachineError } from "./composition/machine-errors.js";
 export type { SendResult } from "./composition/machine-send.js";
 export { MachineSnapshotMismatchError } from "./node/machines/machine-errors.js";
 export type { MachineView, MachineTimerView, MachineEventView } from "./core/machine-view.js";

@@ -13,13 +13,19 @@
  *    (ANALYZE, BUFFERS) of each statement a claim of 100 sends, over a backlog of runnable jobs), the drain
  *    rate of `jobs` no-op jobs, and the idle cost of a started node (transactions per second).
  *
+ * With `--machines` (issue 42) only part 3 runs, with parked durable machines instead of sleepers: WAITING
+ * rows of a machine type with their `scheduler_machine` rows (a snapshot and one `after` timer due in days,
+ * as a park leaves them), and every node of the part (drain and idle) registers that machine, so both
+ * sides pay a machine node's one-second deadline sweep.
+ *
  * Flags (direct run): --database-url URL (default BENCH_DATABASE_URL, else pawl_bench_durable on the local
- * server), --parked 100000, --jobs 5000, --steps 10, --sleepers 200, --idle-ms 30000, --json.
+ * server), --parked 100000, --jobs 5000, --steps 10, --sleepers 200, --idle-ms 30000, --machines, --json.
  */
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
+import { createMachine } from "xstate";
 import { createPawl, type Pawl } from "../../src/index.js";
 import { systemClock } from "../../src/core/clock.js";
 import { JobStore } from "../../src/store/postgres-job-store.js";
@@ -35,6 +41,8 @@ export interface DurableBenchOptions {
   steps?: number;
   sleepers?: number;
   idleMs?: number;
+  /** Park durable machines instead of sleepers, and measure only the parked comparison (part 3). */
+  machines?: boolean;
   log?: (line: string) => void;
 }
 
@@ -50,13 +58,17 @@ interface Drain {
 
 /** What {@link runDurable} measured. */
 export interface DurableBenchResult {
-  step: {
+  /** What was parked: durable handlers' sleepers, or durable machines (`--machines`). */
+  kind: "sleepers" | "machines";
+  /** Absent with `--machines`. */
+  step?: {
     steps: number;
     plain: Drain;
     stepped: Drain;
     perStep: { nodeUs: number; dbUs: number; walBytes: number };
   };
-  sleep: { sleepers: number; p50Ms: number; p99Ms: number; maxMs: number };
+  /** Absent with `--machines`. */
+  sleep?: { sleepers: number; p50Ms: number; p99Ms: number; maxMs: number };
   parked: {
     parked: number;
     claim: { without: { buffers: number; ms: number }; with: { buffers: number; ms: number } };
@@ -70,6 +82,16 @@ const baseSchema = "pawl_durable_bench";
 const schemas = { without: "pawl_durable_bench_none", with: "pawl_durable_bench_parked" } as const;
 
 /** Drains `n` pre-inserted jobs of `type` with one node; CPU and WAL over the drain. */
+/** The parked machines' type: waits for an event, with a timer days away. */
+const parkedMachine = createMachine({
+  id: "parked",
+  initial: "waiting",
+  states: { waiting: { on: { GO: "done" }, after: { 259_200_000: "done" } }, done: { type: "final" } },
+});
+
+/** With `--machines`, every node of the parked comparison also runs the parked machine's type. */
+let alsoRegister: (p: Pawl) => void = () => {};
+
 async function drain(
   url: string,
   pool: pg.Pool,
@@ -84,6 +106,7 @@ async function drain(
   );
   const node = createPawl({ connectionString: url, schema, concurrency: 10, nodeId: `bench-${type}` });
   register(node);
+  alsoRegister(node);
   const meter = new CpuWindowMeter(databaseName(url), undefined);
   const wal0 = await walBytes(pool);
   const cpu0 = process.cpuUsage();
@@ -174,6 +197,7 @@ async function claimCost(
 async function idleCost(url: string, pool: pg.Pool, windowMs: number, schema: string): Promise<number> {
   const node = createPawl({ connectionString: url, schema, nodeId: "bench-idle" });
   node.register("noop", () => {});
+  alsoRegister(node);
   await node.start();
   await sleep(5000);
   const count = async () =>
@@ -203,6 +227,7 @@ export async function runDurable(options: DurableBenchOptions): Promise<DurableB
     steps = 10,
     sleepers = 200,
     idleMs = 30_000,
+    machines = false,
   } = options;
   const log = options.log ?? ((line: string) => console.error(line));
   await ensureDatabase(url);
@@ -212,59 +237,65 @@ export async function runDurable(options: DurableBenchOptions): Promise<DurableB
     await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await new JobStore(pool, schema).migrate();
 
-    log(`step cost: ${jobs} jobs plain, then with ${steps} no-op steps each...`);
-    const plain = await drain(url, pool, (p) => p.register("plain", () => null), "plain", jobs);
-    const stepped = await drain(
-      url,
-      pool,
-      (p) =>
-        p.register("stepped", async (_payload, ctx) => {
-          for (let i = 0; i < steps; i++) await ctx.step(`s${i}`, () => null);
-        }),
-      "stepped",
-      jobs,
-    );
-    const n = jobs * steps;
-    const perStep = {
-      nodeUs: ((stepped.nodeCpuMs - plain.nodeCpuMs) * 1000) / n,
-      dbUs: ((stepped.dbCpuMs - plain.dbCpuMs) * 1000) / n,
-      walBytes: (stepped.walBytes - plain.walBytes) / n,
-    };
-    log(
-      `  per step: node ${perStep.nodeUs.toFixed(0)} µs, db ${perStep.dbUs.toFixed(0)} µs, WAL ${perStep.walBytes.toFixed(0)} B`,
-    );
+    let stepResult: DurableBenchResult["step"];
+    let sleepResult: DurableBenchResult["sleep"];
+    if (machines) {
+      alsoRegister = (p) => void p.registerMachine("parked", parkedMachine);
+    } else {
+      log(`step cost: ${jobs} jobs plain, then with ${steps} no-op steps each...`);
+      const plain = await drain(url, pool, (p) => p.register("plain", () => null), "plain", jobs);
+      const stepped = await drain(
+        url,
+        pool,
+        (p) =>
+          p.register("stepped", async (_payload, ctx) => {
+            for (let i = 0; i < steps; i++) await ctx.step(`s${i}`, () => null);
+          }),
+        "stepped",
+        jobs,
+      );
+      const n = jobs * steps;
+      const perStep = {
+        nodeUs: ((stepped.nodeCpuMs - plain.nodeCpuMs) * 1000) / n,
+        dbUs: ((stepped.dbCpuMs - plain.dbCpuMs) * 1000) / n,
+        walBytes: (stepped.walBytes - plain.walBytes) / n,
+      };
+      log(
+        `  per step: node ${perStep.nodeUs.toFixed(0)} µs, db ${perStep.dbUs.toFixed(0)} µs, WAL ${perStep.walBytes.toFixed(0)} B`,
+      );
 
-    log(`sleep latency: ${sleepers} jobs sleeping 0.5-5 s...`);
-    const resumed = new Map<string, number>();
-    const node = createPawl({ connectionString: url, schema, concurrency: 20, nodeId: "bench-sleep" });
-    node.register("sleeper", async (p: { ms: number }, ctx) => {
-      await ctx.sleep("nap", p.ms);
-      if (!resumed.has(ctx.jobId)) resumed.set(ctx.jobId, Date.now());
-    });
-    await node.start();
-    const enqueued = await node.enqueueMany(
-      Array.from({ length: sleepers }, () => ({
-        type: "sleeper",
-        payload: { ms: 500 + Math.floor(Math.random() * 4500) },
-      })),
-    );
-    await Promise.all(enqueued.map((j) => node.waitFor(j, { timeoutMs: 60_000 })));
-    await node.stop({ graceMs: 1000 });
-    await node.close();
-    const { rows: wakes } = await pool.query<{ job_id: string; wake: Date }>(
-      `SELECT job_id::text, wake_at AS wake FROM "${schema}".scheduler_job_step WHERE name = 'nap'`,
-    );
-    const lags = wakes
-      .map((w) => resumed.get(w.job_id)! - w.wake.getTime())
-      .filter((x) => Number.isFinite(x));
-    const sleepResult = {
-      sleepers,
-      p50Ms: quantile(lags, 0.5),
-      p99Ms: quantile(lags, 0.99),
-      maxMs: Math.max(...lags),
-    };
-    log(`  due -> resume p50 ${sleepResult.p50Ms} ms, p99 ${sleepResult.p99Ms} ms`);
-
+      log(`sleep latency: ${sleepers} jobs sleeping 0.5-5 s...`);
+      const resumed = new Map<string, number>();
+      const node = createPawl({ connectionString: url, schema, concurrency: 20, nodeId: "bench-sleep" });
+      node.register("sleeper", async (p: { ms: number }, ctx) => {
+        await ctx.sleep("nap", p.ms);
+        if (!resumed.has(ctx.jobId)) resumed.set(ctx.jobId, Date.now());
+      });
+      await node.start();
+      const enqueued = await node.enqueueMany(
+        Array.from({ length: sleepers }, () => ({
+          type: "sleeper",
+          payload: { ms: 500 + Math.floor(Math.random() * 4500) },
+        })),
+      );
+      await Promise.all(enqueued.map((j) => node.waitFor(j, { timeoutMs: 60_000 })));
+      await node.stop({ graceMs: 1000 });
+      await node.close();
+      const { rows: wakes } = await pool.query<{ job_id: string; wake: Date }>(
+        `SELECT job_id::text, wake_at AS wake FROM "${schema}".scheduler_job_step WHERE name = 'nap'`,
+      );
+      const lags = wakes
+        .map((w) => resumed.get(w.job_id)! - w.wake.getTime())
+        .filter((x) => Number.isFinite(x));
+      sleepResult = {
+        sleepers,
+        p50Ms: quantile(lags, 0.5),
+        p99Ms: quantile(lags, 0.99),
+        maxMs: Math.max(...lags),
+      };
+      log(`  due -> resume p50 ${sleepResult.p50Ms} ms, p99 ${sleepResult.p99Ms} ms`);
+      stepResult = { steps, plain, stepped, perStep };
+    }
     // Two schemas, one with the parked jobs, measured in alternation (rounds), so the load of a shared
     // machine falls on both alike; each figure is the median of its rounds.
     const rounds = 3;
@@ -272,21 +303,36 @@ export async function runDurable(options: DurableBenchOptions): Promise<DurableB
       await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
       await new JobStore(pool, s).migrate();
     }
-    log(`parking ${parked} jobs for days in ${schemas.with}...`);
+    const parkedType = machines ? "parked" : "sleeper";
+    log(`parking ${parked} ${machines ? "machines" : "jobs"} for days in ${schemas.with}...`);
     await pool.query(
       `INSERT INTO "${schemas.with}".scheduler_job_queue (type, status, signal_state, signal_deadline, attempts)
-       SELECT 'sleeper', 'WAITING', 'waiting', now() + interval '3 days' + i * interval '1 second', 0
+       SELECT $2, 'WAITING', 'waiting', now() + interval '3 days' + i * interval '1 second', 0
        FROM generate_series(1, $1::int) i`,
-      [parked],
+      [parked, parkedType],
     );
-    await pool.query(
-      `INSERT INTO "${schemas.with}".scheduler_job_step (job_id, name, kind, status, attempt, wake_at)
-       SELECT id, 'nap', 'sleep', 'waiting', 1, signal_deadline FROM "${schemas.with}".scheduler_job_queue
-       WHERE status = 'WAITING'`,
-    );
+    if (machines) {
+      // What a park leaves: the persisted snapshot (as xstate writes it for this machine) and its timer.
+      await pool.query(
+        `INSERT INTO "${schemas.with}".scheduler_machine (job_id, type, version, snapshot, timers)
+         SELECT id, 'parked', '1',
+                '{"status":"active","value":"waiting","context":{},"children":{},"historyValue":{}}'::jsonb,
+                jsonb_build_array(jsonb_build_object('id', 'xstate.after.259200000.parked.waiting',
+                  'event', 'xstate.after.259200000.parked.waiting',
+                  'dueAt', (extract(epoch FROM signal_deadline) * 1000)::bigint))
+         FROM "${schemas.with}".scheduler_job_queue WHERE status = 'WAITING'`,
+      );
+    } else {
+      await pool.query(
+        `INSERT INTO "${schemas.with}".scheduler_job_step (job_id, name, kind, status, attempt, wake_at)
+         SELECT id, 'nap', 'sleep', 'waiting', 1, signal_deadline FROM "${schemas.with}".scheduler_job_queue
+         WHERE status = 'WAITING'`,
+      );
+    }
     for (const s of Object.values(schemas)) {
       await pool.query(`VACUUM ANALYZE "${s}".scheduler_job_queue`);
       await pool.query(`VACUUM ANALYZE "${s}".scheduler_job_step`);
+      await pool.query(`VACUUM ANALYZE "${s}".scheduler_machine`);
     }
     const runsOf = { without: [] as Drain[], with: [] as Drain[] };
     const idleOf = { without: [] as number[], with: [] as number[] };
@@ -316,8 +362,9 @@ export async function runDurable(options: DurableBenchOptions): Promise<DurableB
     const idleWithout = mid(idleOf.without, (x) => x);
     const idleWith = mid(idleOf.with, (x) => x);
     const result: DurableBenchResult = {
-      step: { steps, plain, stepped, perStep },
-      sleep: sleepResult,
+      kind: machines ? "machines" : "sleepers",
+      ...(stepResult ? { step: stepResult } : {}),
+      ...(sleepResult ? { sleep: sleepResult } : {}),
       parked: {
         parked,
         claim: { without: claimWithout, with: claimWith },
@@ -349,6 +396,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       steps: { type: "string" },
       sleepers: { type: "string" },
       "idle-ms": { type: "string" },
+      machines: { type: "boolean", default: false },
     },
   });
   const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
@@ -362,6 +410,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ...(num(values.steps) ? { steps: num(values.steps)! } : {}),
     ...(num(values.sleepers) ? { sleepers: num(values.sleepers)! } : {}),
     ...(num(values["idle-ms"]) ? { idleMs: num(values["idle-ms"])! } : {}),
+    machines: values.machines === true,
   });
   console.log(JSON.stringify(result, null, 2));
   process.exit(0);

@@ -13,10 +13,11 @@
  *   a database server of its own).
  *
  * Database: BENCH_DATABASE_URL, else the local `pawl_bench`. It runs from the sources (tsx).
+ * BENCH_PLAIN_CLIENT=1: the sender is a plain `PawlClient` (no coordinator: its sends hint from SQL).
  */
 import pg from "pg";
 import { assign, setup } from "xstate";
-import { createPawl } from "../../src/index.js";
+import { createPawl, PawlClient } from "../../src/index.js";
 import { walBytes } from "./lib/common.js";
 
 const url = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/pawl_bench";
@@ -41,8 +42,11 @@ pawl.registerMachine("counter", counter);
 pawl.on("error", () => {});
 await pawl.start();
 // The sender: a pawl instance with the postgres coordinator and no handlers (not started): its sends
-// publish a wakeup hint, as a plain PawlClient (which has no coordinator) cannot.
-const client = createPawl({ connectionString: url, schema, coordinator: "postgres" });
+// publish a wakeup hint through it; a plain PawlClient's (BENCH_PLAIN_CLIENT=1) hint goes out from SQL.
+const client =
+  process.env.BENCH_PLAIN_CLIENT === "1"
+    ? new PawlClient({ connectionString: url, schema })
+    : createPawl({ connectionString: url, schema, coordinator: "postgres" });
 const s = `"${schema}"`;
 
 const count = async (sql: string, args: unknown[] = []) =>

@@ -149,7 +149,8 @@ export abstract class ClientComposition<Tasks extends object = PawlTasks> {
    * is not an error here.
    *
    * @throws ValidationError `INVALID_PAYLOAD` for an event that is not an object with a string `type` (or
-   *   names an `xstate.` event); JobNotFoundError for an unknown job; MachineFinishedError (code
+   *   names an `xstate.` event); JobNotFoundError for an unknown job; NotAMachineError (code
+   *   `NOT_A_MACHINE`) for a job no started node runs as a machine; MachineFinishedError (code
    *   `MACHINE_FINISHED`) when the machine has ended. Nothing is stored then.
    * @example
    * ```ts

@@ -249,6 +249,8 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     const coordinator = await this.node.coordinator();
     await this.checkSchema();
     await checkIsolation(this.pool);
+    // Before the first claim: sends from any process accept these types' jobs from now on (migration 0021).
+    if (this.machineRegistry) await this.machines.recordTypes(this.machineRegistry.typeNames());
     const c = this.config;
     // Without @opentelemetry/api installed the load answers null, and the node has no tracer at all.
     const tracing = this.tracing && (await this.tracing.ready()) ? this.tracing : null;

@@ -7,7 +7,7 @@
  * partitions are not deleted here: the history partitioner drops their partitions whole
  * (src/cluster/history-partitioner.ts). The same pass then drops the rate-limit log's expired starts and
  * idle keys (src/store/cluster/rate-limit-sql.ts), and walks on through the durable handlers' steps and
- * signals, deleting those whose job is gone, however it went (src/store/durable/step-prune-sql.ts): up to
+ * signals and the durable machines' rows (with their events), deleting those whose job is gone, however it went (src/store/durable/step-prune-sql.ts): up to
  * 10 batches per pass from where the last pass stopped while batches find rows to delete, one while they
  * do not, so steps follow their job's history (pruned row by row, dropped with its partition, deleted at
  * success) at a bounded cost per pass.
@@ -62,9 +62,9 @@ export interface PrunerDeps extends PruneSettings {
 /** Deletes old finished jobs. */
 export class Pruner implements BackgroundService<PruneResult> {
   /** Where the pass over each durable table goes on from (a job id; "0": from the start). */
-  private readonly durableCursor = { steps: "0", signals: "0" };
+  private readonly durableCursor = { steps: "0", signals: "0", machines: "0" };
   /** Whether the last batch over each durable table deleted anything (then a pass runs its full budget). */
-  private readonly durableFound = { steps: true, signals: true };
+  private readonly durableFound = { steps: true, signals: true, machines: true };
 
   constructor(private readonly deps: PrunerDeps) {}
 
@@ -151,9 +151,9 @@ export class Pruner implements BackgroundService<PruneResult> {
     const jobs = this.deps.durableBatchJobs ?? 1000;
     const budget = this.deps.durableMaxBatches ?? 10;
     let deleted = 0;
-    for (const table of ["steps", "signals"] as const) {
+    for (const table of ["steps", "signals", "machines"] as const) {
       // While the rows it walks belong to live jobs (100,000 parked sleepers), one batch a pass: an idle
-      // cluster pays two statements a minute for them, and a batch that finds work brings the budget back.
+      // cluster pays three statements a minute for them, and a batch that finds work brings the budget back.
       const passBudget = this.durableFound[table] ? budget : 1;
       for (let i = 0; i < passBudget && lease.valid(); i++) {
         const batch = await store.pruneOrphans(table, this.durableCursor[table], jobs);

@@ -77,7 +77,8 @@ function asEnqueued(w: AnnouncedWork, id: string): EnqueuedJob {
  * with one job, so every call wakes this node's poller and publishes a hint (targeted at the type) to the
  * other nodes when the work is due. A batch of 100,000 children is one announcement. With `client`, the
  * hint goes out in the caller's transaction when the coordinator supports it (delivered at commit).
- * `released`: the jobs existed before (signal, resume), so this node's claimer looks below its floors.
+ * `released`: the jobs existed before (signal, resume), so this node's claimer looks below its floors; a
+ * bare client (no hooks) sends a hint for them from SQL on the postgres wakeup channel.
  */
 export async function announce(
   deps: CompositionDeps,
@@ -87,12 +88,35 @@ export async function announce(
 ): Promise<void> {
   if (released && work.length > 0) deps.hooks?.afterRelease?.();
   const hooks = deps.hooks;
-  if (!hooks) return;
   const byType = new Map<string, AnnouncedWork & { id: string }>();
   for (const w of work) {
     const had = byType.get(w.type);
     if (!had || w.priority > had.priority) byType.set(w.type, w);
   }
+  if (!hooks) {
+    // A bare client publishes nothing, and new rows are found by the nodes' polls; rows released under
+    // their old ids would wait for a full pass (up to a minute), so they get a hint from SQL instead.
+    if (released) await notifyReleasedFromSql(deps, [...byType.values()], client);
+    return;
+  }
   // Called as a method: the hooks may be a class instance that needs its `this`.
   for (const w of byType.values()) await hooks.afterEnqueue([asEnqueued(w, w.id)], client, { released });
+}
+
+/**
+ * The bare client's hint for released rows (src/store/jobs/released-notify-sql.ts). A hint only cuts
+ * latency: its failure after the rows committed must not fail the operation, so it is swallowed.
+ */
+async function notifyReleasedFromSql(
+  deps: CompositionDeps,
+  work: readonly AnnouncedWork[],
+  client: Queryable | undefined,
+): Promise<void> {
+  if (work.length === 0) return;
+  const store = client ? deps.store.withClient(client) : deps.store;
+  try {
+    await store.durable.notifyReleased(work.map((w) => ({ type: w.type, priority: w.priority })));
+  } catch {
+    // Nodes find the rows at their next full pass, as before.
+  }
 }

@@ -1,6 +1,7 @@
 /**
  * The errors of durable machines (docs/durable-machines.md): the control error a machine's runner throws
- * once it has parked its job, and the typed error of a send to a machine that has ended.
+ * once it has parked its job, and the typed errors of a send to a machine that has ended or to a job that is
+ * no machine.
  */
 import { PawlError } from "../core/errors.js";
 
@@ -38,5 +39,32 @@ export class MachineFinishedError extends PawlError {
   ) {
     super("MACHINE_FINISHED", `machine ${jobId} has finished (${status}); the event was not stored`);
     this.name = "MachineFinishedError";
+  }
+}
+
+/**
+ * Raised by `pawl.send()` when the job is not a durable machine: its type was never registered with
+ * `registerMachine` on a node that started, and it has not run as one. Such a job would never consume the
+ * event. Code `NOT_A_MACHINE`; nothing was stored. Use `pawl.signal()` for a job's signal wait.
+ *
+ * @example
+ * ```ts
+ * try { await pawl.send(jobId, { type: "PAY" }); }
+ * catch (e) { if (e instanceof NotAMachineError) console.log(`job type ${e.type} is no machine`); }
+ * ```
+ */
+export class NotAMachineError extends PawlError {
+  constructor(
+    /** The job. */
+    readonly jobId: string,
+    /** The job's type. */
+    readonly type: string,
+  ) {
+    super(
+      "NOT_A_MACHINE",
+      `job ${jobId} (type "${type}") is not a durable machine (no started node registered its type with ` +
+        "registerMachine); the event was not stored",
+    );
+    this.name = "NotAMachineError";
   }
 }

@@ -13,7 +13,7 @@ import { serializePayload } from "../input/payload.js";
 import { validateJobId } from "../input/job-id.js";
 import type { MachineStore } from "../store/machines/machine-store.js";
 import type { CompositionDeps } from "./deps.js";
-import { MachineFinishedError } from "./machine-errors.js";
+import { MachineFinishedError, NotAMachineError } from "./machine-errors.js";
 import { reportDuplicates, wake } from "./signals.js";
 
 /** What {@link sendToMachine} did. */
@@ -43,7 +43,7 @@ export function validateMachineEvent(event: unknown): { type: string } {
  * Stores an event for a machine and wakes it when parked.
  *
  * @throws ValidationError for a bad id or event (nothing stored); JobNotFoundError for an unknown job;
- *   MachineFinishedError when the machine has ended.
+ *   NotAMachineError for a job that is no durable machine; MachineFinishedError when the machine has ended.
  */
 export async function sendToMachine(
   deps: CompositionDeps,
@@ -58,6 +58,7 @@ export async function sendToMachine(
     // Thrown inside: the transaction rolls back, so a refused send leaves nothing behind.
     if ("refused" in stored) {
       if (stored.refused === "not-found") throw new JobNotFoundError(jobId);
+      if (stored.refused === "not-a-machine") throw new NotAMachineError(jobId, stored.type);
       throw new MachineFinishedError(jobId, stored.status);
     }
     return { seq: stored.seq, woken: await tx.wake(jobId) };

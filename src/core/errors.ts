@@ -41,7 +41,8 @@ export type PawlErrorCode =
   | "NOT_DURABLE"
   | "CHILD_FAILED"
   // Durable machines (docs/durable-machines.md).
-  | "MACHINE_FINISHED";
+  | "MACHINE_FINISHED"
+  | "NOT_A_MACHINE";
 
 /**
  * The base class of the errors pawl raises itself.

@@ -55,6 +55,11 @@ export class MachineRegistry {
     return this.types.has(type);
   }
 
+  /** The machine types registered on this node. */
+  typeNames(): string[] {
+    return [...this.types.keys()];
+  }
+
   /** The type's current definition. */
   current(type: string): MachineDefinition | undefined {
     return this.types.get(type)?.current;

@@ -14,7 +14,8 @@ import {
   sendNamedSignal,
   type NamedSignalResult,
 } from "./signal-inbox-sql.js";
-import { pruneOrphans, type DurablePruneBatch } from "./step-prune-sql.js";
+import { notifyReleased, type ReleasedWork } from "../jobs/released-notify-sql.js";
+import { pruneOrphans, type DurablePrunable, type DurablePruneBatch } from "./step-prune-sql.js";
 import {
   beginWait,
   childStates,
@@ -34,7 +35,7 @@ import type { StepRecord } from "./step-row.js";
 
 export type { DurablePark } from "./durable-park-sql.js";
 export type { NamedSignalResult, SignalWoken } from "./signal-inbox-sql.js";
-export type { DurablePruneBatch } from "./step-prune-sql.js";
+export type { DurablePrunable, DurablePruneBatch } from "./step-prune-sql.js";
 export type { ChildState, LoadedSteps, StepWrite, WaitBegin } from "./step-sql.js";
 export type { StepKind, StepRecord, StepStatus } from "./step-row.js";
 
@@ -68,8 +69,10 @@ export interface DurableStore {
   wakeDue(at: Date): Promise<number>;
   /** Deletes every step of those of these jobs that are DEAD (a `dlq.retry` that starts them over). */
   discardSteps(jobIds: readonly string[]): Promise<number>;
-  /** One batch of the pruner's pass over steps or signals of jobs that are gone. */
-  pruneOrphans(table: "steps" | "signals", afterJobId: string, limit: number): Promise<DurablePruneBatch>;
+  /** One batch of the pruner's pass over steps, signals or machines of jobs that are gone. */
+  pruneOrphans(table: DurablePrunable, afterJobId: string, limit: number): Promise<DurablePruneBatch>;
+  /** Hints the postgres wakeup channel from SQL that jobs were made runnable again (a bare client's wake). */
+  notifyReleased(work: readonly ReleasedWork[]): Promise<void>;
 }
 
 /** The PostgreSQL {@link DurableStore}, on one connection. */
@@ -122,7 +125,10 @@ export class PostgresDurableStatements implements DurableStore {
   discardSteps(jobIds: readonly string[]): Promise<number> {
     return discardSteps(this.db, this.t, jobIds);
   }
-  pruneOrphans(table: "steps" | "signals", afterJobId: string, limit: number): Promise<DurablePruneBatch> {
+  pruneOrphans(table: DurablePrunable, afterJobId: string, limit: number): Promise<DurablePruneBatch> {
     return pruneOrphans(this.db, this.t, table, afterJobId, limit);
+  }
+  notifyReleased(work: readonly ReleasedWork[]): Promise<void> {
+    return notifyReleased(this.db, this.t, work);
   }
 }

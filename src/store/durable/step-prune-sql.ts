@@ -1,7 +1,8 @@
 /**
- * The pruner's pass over the durable tables: steps and signals of jobs that no longer exist anywhere.
+ * The pruner's pass over the durable tables: steps, signals and machines (a machine's row and its events)
+ * of jobs that no longer exist anywhere.
  *
- * Steps and signals have no foreign key to their job, because the job's row has no single home: it moves
+ * These rows have no foreign key to their job, because the job's row has no single home: it moves
  * from the live table to the finished one, is pruned row by row there or dropped with a whole time
  * partition (migration 0016), or deleted at success (`keepSucceeded: false`), by a node of this release or
  * of the previous one. Rather than a second delete beside each of those paths (and none for a 0.2.0
@@ -13,6 +14,9 @@
 import { named, type Queryable, type Tables } from "../../db/sql.js";
 import { durableTables } from "./durable-tables.js";
 
+/** The tables the pass walks; "machines" walks the machine rows and deletes their events with them. */
+export type DurablePrunable = "steps" | "signals" | "machines";
+
 /** What one batch of the pass did. */
 export interface DurablePruneBatch {
   /** The highest job id looked at, or null when there was none past the cursor (the pass is over). */
@@ -22,32 +26,40 @@ export interface DurablePruneBatch {
 }
 
 /**
- * Deletes the rows of `table` ("steps" or "signals") whose job is gone, among the next `limit` distinct
- * job ids after `afterJobId`.
+ * Deletes the rows of `table` whose job is gone, among the next `limit` distinct job ids after
+ * `afterJobId`. For "machines", a gone job's events go with its machine row (every event has one: a send
+ * creates the row before it stores the event).
  */
 export async function pruneOrphans(
   db: Queryable,
   t: Tables,
-  table: "steps" | "signals",
+  table: DurablePrunable,
   afterJobId: string,
   limit: number,
 ): Promise<DurablePruneBatch> {
-  const target = durableTables(t)[table];
+  const d = durableTables(t);
+  const walked = table === "machines" ? d.machines : d[table];
+  const targets = table === "machines" ? [d.machineEvents, d.machines] : [walked];
+  const deletes = targets
+    .map(
+      (target, i) =>
+        `, del${i} AS (DELETE FROM ${target} x USING gone g WHERE x.job_id = g.job_id RETURNING 1)`,
+    )
+    .join("");
+  const counted = targets.map((_, i) => `(SELECT count(*) FROM del${i})`).join(" + ");
   const stmt = named(
     t,
     `durable_prune_${table}`,
     `WITH batch AS (
        SELECT DISTINCT x.job_id FROM (
-         SELECT job_id FROM ${target} WHERE job_id > $1::bigint ORDER BY job_id LIMIT $2 * 8
+         SELECT job_id FROM ${walked} WHERE job_id > $1::bigint ORDER BY job_id LIMIT $2 * 8
        ) x ORDER BY x.job_id LIMIT $2
      ), gone AS (
        SELECT b.job_id FROM batch b
        WHERE NOT EXISTS (SELECT 1 FROM ${t.jobs} j WHERE j.id = b.job_id)
          AND NOT EXISTS (SELECT 1 FROM ${t.finished} f WHERE f.id = b.job_id)
-     ), del AS (
-       DELETE FROM ${target} x USING gone g WHERE x.job_id = g.job_id RETURNING 1
-     )
-     SELECT (SELECT max(job_id)::text FROM batch) AS last, (SELECT count(*) FROM del) AS deleted`,
+     )${deletes}
+     SELECT (SELECT max(job_id)::text FROM batch) AS last, ${counted} AS deleted`,
   );
   const row = (await db.query<{ last: string | null; deleted: string }>(stmt([afterJobId, limit]))).rows[0];
   return { lastJobId: row?.last ?? null, deleted: Number(row?.deleted ?? 0) };

@@ -16,6 +16,7 @@ import { heldBySql } from "../jobs/lease-sql.js";
 
 const machines = (t: Tables) => `${t.s}.scheduler_machine`;
 const events = (t: Tables) => `${t.s}.scheduler_machine_event`;
+const machineTypes = (t: Tables) => `${t.s}.scheduler_machine_type`;
 
 /** A machine's row, as its runner reads it. */
 export interface MachineRow {
@@ -214,12 +215,25 @@ export async function hasPendingEvent(db: Queryable, t: Tables, jobId: string): 
 
 /** What a send found: the event's number, or why it was refused. */
 export type SendOutcome =
-  { seq: number; status: string } | { refused: "not-found" } | { refused: "finished"; status: string };
+  | { seq: number; status: string }
+  | { refused: "not-found" }
+  | { refused: "not-a-machine"; type: string }
+  | { refused: "finished"; status: string };
+
+/** Records that `types` are durable machines (a node's start; idempotent, see migration 0021). */
+export async function recordMachineTypes(db: Queryable, t: Tables, types: string[]): Promise<void> {
+  const stmt = named(
+    t,
+    "machine_types_record",
+    `INSERT INTO ${machineTypes(t)} (type) SELECT unnest($1::text[]) ON CONFLICT (type) DO NOTHING`,
+  );
+  await db.query(stmt([types]));
+}
 
 /**
  * Stores an event for a machine (in the caller's transaction): locks the machine's row (creating it when
- * the machine has not run yet), numbers the event, and inserts it pending. A machine that ended, or a job
- * that is finished or unknown, refuses it (the caller rolls back).
+ * the machine has not run yet), numbers the event, and inserts it pending. A machine that ended, a job
+ * that is no machine, or one that is finished or unknown, refuses it (the caller rolls back).
  */
 export async function storeEvent(
   db: Queryable,
@@ -230,6 +244,16 @@ export async function storeEvent(
   const job = named(t, "machine_send_job", `SELECT j.type, j.status FROM ${t.all} j WHERE j.id = $1`);
   const found = (await db.query<{ type: string; status: string }>(job([jobId]))).rows[0];
   if (!found) return { refused: "not-found" };
+  // A machine's job is one whose machine has run (its row has a version), or of a type some node
+  // registered as a machine (it has not run yet). Anything else would never consume the event.
+  const isMachine = named(
+    t,
+    "machine_send_is_machine",
+    `SELECT EXISTS (SELECT 1 FROM ${machines(t)} m WHERE m.job_id = $1 AND m.version IS NOT NULL)
+         OR EXISTS (SELECT 1 FROM ${machineTypes(t)} k WHERE k.type = $2) AS machine`,
+  );
+  const kind = (await db.query<{ machine: boolean }>(isMachine([jobId, found.type]))).rows[0];
+  if (kind?.machine !== true) return { refused: "not-a-machine", type: found.type };
   const lock = named(
     t,
     "machine_send_lock",

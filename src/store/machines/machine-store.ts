@@ -15,6 +15,7 @@ import {
   markEvent,
   pendingEvents,
   readMachine,
+  recordMachineTypes,
   relockMachine,
   saveMachine,
   storeEvent,
@@ -85,6 +86,11 @@ export class MachineStore {
   /** Runs `fn` in a transaction of its own: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: MachineTransaction) => Promise<T>): Promise<T> {
     return inHeldTransaction(this.pool, (db) => fn(new MachineTransaction(db, this.t)));
+  }
+
+  /** Records that `types` are durable machines, so sends from any process accept their jobs' events. */
+  recordTypes(types: string[]): Promise<void> {
+    return recordMachineTypes(this.pool, this.t, types);
   }
 
   /** The oldest `limit` pending events of a machine. */

@@ -2,7 +2,7 @@
  * The durable store statements (migration 0018) against the real database: steps recorded once (the
  * first success wins), waits written once, signals kept before the wait and consumed exactly once, the
  * park and its re-check, the child trigger that wakes a parent parked on its children, and the pruner's
- * pass over steps of jobs that are gone.
+ * pass over steps, signals and machine rows (with their events) of jobs that are gone.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
@@ -238,5 +238,40 @@ describe("durable store", () => {
     expect(deleted).toBe(2);
     expect(await store.durable.readStep(live, "s")).not.toBeNull();
     expect(await store.durable.readStep(gone, "s")).toBeNull();
+  });
+
+  it("the pruner's pass deletes machine rows and their events of jobs that are gone, and keeps the others", async () => {
+    const live = await runningJob();
+    const gone = await runningJob();
+    for (const id of [live, gone]) {
+      await pool.query(
+        `INSERT INTO "${schema}".scheduler_machine (job_id, type, version, last_seq) VALUES ($1, 'm', '1', 2)`,
+        [id],
+      );
+      await pool.query(
+        `INSERT INTO "${schema}".scheduler_machine_event (job_id, seq, event)
+         VALUES ($1, 1, '{"type":"A"}'), ($1, 2, '{"type":"B"}')`,
+        [id],
+      );
+    }
+    await pool.query(`DELETE FROM "${schema}".scheduler_job_queue WHERE id = $1`, [gone]);
+    let deleted = 0;
+    let cursor = "0";
+    for (;;) {
+      const batch = await store.durable.pruneOrphans("machines", cursor, 1);
+      deleted += batch.deleted;
+      if (batch.lastJobId === null) break;
+      cursor = batch.lastJobId;
+    }
+    // The gone job's machine row and both its events; nothing of the live one.
+    expect(deleted).toBe(3);
+    const left = await pool.query<{ job_id: string; n: number }>(
+      `SELECT job_id::text, count(*)::int AS n FROM (
+         SELECT job_id FROM "${schema}".scheduler_machine WHERE job_id = ANY($1::bigint[])
+         UNION ALL SELECT job_id FROM "${schema}".scheduler_machine_event WHERE job_id = ANY($1::bigint[])
+       ) x GROUP BY job_id`,
+      [[live, gone]],
+    );
+    expect(left.rows).toEqual([{ job_id: live, n: 3 }]);
   });
 });

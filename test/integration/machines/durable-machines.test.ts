@@ -1,7 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createMachine, fromPromise, setup } from "xstate";
-import { JobNotFoundError, MachineFinishedError, ValidationError, type Pawl } from "../../../src/index.js";
+import {
+  JobNotFoundError,
+  MachineFinishedError,
+  NotAMachineError,
+  ValidationError,
+  type Pawl,
+} from "../../../src/index.js";
 import { closeAll, setupSchema, startNodes, testPawl } from "../../helpers/pawl.js";
 import { onAny } from "../../helpers/events.js";
 import { orderMachine, type Charge } from "./order-machine.js";
@@ -127,6 +133,45 @@ describe("durable machines", () => {
       const canceled = client.send(job.id, { type: "PAY" });
       await expect(canceled).rejects.toBeInstanceOf(MachineFinishedError);
       await expect(canceled).rejects.toMatchObject({ code: "MACHINE_FINISHED", status: "CANCELED" });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("refuses a send to a live job that is no machine with NOT_A_MACHINE, storing nothing", async () => {
+    // "order" is a machine on the started node; "plain" is an ordinary handler there.
+    nodes = await startNodes(schema, 1, (n) =>
+      n
+        .registerMachine(
+          "order",
+          orderMachine(async () => ({ receipt: "r" })),
+        )
+        .register("plain", async () => {}),
+    );
+    const client = testPawl(schema);
+    try {
+      const plain = await client.enqueue("plain", {}, { runAt: new Date(Date.now() + 3_600_000) });
+      const sent = client.send(plain.id, { type: "PAY" });
+      await expect(sent).rejects.toBeInstanceOf(NotAMachineError);
+      await expect(sent).rejects.toMatchObject({ code: "NOT_A_MACHINE", jobId: plain.id, type: "plain" });
+      const rows = await pool.query(
+        `SELECT (SELECT count(*) FROM "${schema}".scheduler_machine WHERE job_id = $1)::int
+              + (SELECT count(*) FROM "${schema}".scheduler_machine_event WHERE job_id = $1)::int AS n`,
+        [plain.id],
+      );
+      expect(rows.rows[0].n).toBe(0);
+      // A machine type's job is accepted before its first run: its type was recorded at the node's start.
+      const order = await client.enqueue(
+        "order",
+        { orderId: "o-nam", amount: 1 },
+        {
+          runAt: new Date(Date.now() + 3_600_000),
+        },
+      );
+      expect(await client.send(order.id, { type: "NOTE", text: "early" })).toEqual({
+        jobId: order.id,
+        seq: 1,
+      });
     } finally {
       await client.close();
     }
