@@ -156,6 +156,8 @@ async function faults(kind: string, work: () => Promise<string[]>): Promise<stri
   return ids;
 }
 
+// Each test waits for its faults, which come only as fast as the poller's backoff after a failed claim lets
+// the next claim run (up to 5 s): ten faults took 15-30 s here, so the tests get 120 s, not vitest's 30.
 describe.skipIf(!enabled)("lost replies", () => {
   it("claims: rows a lost claim leased go back within the bound, and run once", async () => {
     // Lost claims are timed from the moment the reply was dropped (the node sees the reset then).
@@ -199,7 +201,7 @@ describe.skipIf(!enabled)("lost replies", () => {
     } finally {
       off();
     }
-  });
+  }, 120_000);
 
   it("completion and retry flushes: written once, none lost", async () => {
     const done = await faults("completion", async () =>
@@ -221,7 +223,7 @@ describe.skipIf(!enabled)("lost replies", () => {
       [[...done, ...flaky]],
     );
     for (const r of attempts.rows) expect(r.attempts).toBe(r.type === "flaky" ? 2 : 1);
-  });
+  }, 120_000);
 
   it("parks: a park whose reply was lost stays parked, and the signal runs it once more", async () => {
     const ids = await faults("park", async () => {
@@ -243,7 +245,7 @@ describe.skipIf(!enabled)("lost replies", () => {
     await allSucceeded(ids, "signaled waiters");
     // One run parked, one run after the signal: a lost park's hand-back undid nothing.
     for (const id of ids) expect([id, runs.get(id)]).toEqual([id, 2]);
-  });
+  }, 120_000);
 
   it("heartbeats and lease takes: the node keeps its jobs and its place", async () => {
     const ids: string[] = [];
@@ -258,7 +260,7 @@ describe.skipIf(!enabled)("lost replies", () => {
     }
     await allSucceeded(ids, "jobs during heartbeat and lease faults");
     for (const id of ids) expect([id, runs.get(id)]).toEqual([id, 1]);
-  });
+  }, 120_000);
 
   it("leaves nothing behind: no lease held, no success twice, nothing escaped", async () => {
     for (const kind of Object.keys(kinds)) expect([kind, proxy.count(kind)]).toEqual([kind, faultsPerKind]);
@@ -272,5 +274,5 @@ describe.skipIf(!enabled)("lost replies", () => {
     );
     expect(notSucceeded.rows[0]?.n).toBe(0);
     expect(escaped).toEqual([]);
-  });
+  }, 120_000);
 });
