@@ -6,7 +6,7 @@
  */
 import { durableServices } from "../composition/durable/durable-services.js";
 import { attemptTracer } from "../node/attempt/attempt-spans.js";
-import { traceInternals, traceOutcomeWrites } from "../node/internal-spans.js";
+import { traceOutcomeWrites } from "../node/internal-spans.js";
 import { resolveConfig, type PawlConfig } from "../input/config.js";
 import { usesEmbeddedDatabase } from "../input/embedded-config.js";
 import { checkIsolation } from "./isolation-check.js";
@@ -31,8 +31,7 @@ import {
 } from "../cluster/recurring.js";
 import { ClassicClaimer } from "../store/claim/claimer.js";
 import { CursorClaimer } from "../store/claim/claim-cursor.js";
-import { SignalSweeper } from "../cluster/signal-sweeper.js";
-import { LeaseAudit } from "../cluster/lease-audit.js";
+import { startNodeServices, type NodeServices } from "./node-services.js";
 import type { AnyStateMachine } from "xstate";
 import { MachineRegistry } from "../node/machines/machine-registry.js";
 import { runMachine } from "../node/machines/machine-runner.js";
@@ -96,10 +95,9 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   private runtime: NodeRuntime | null = null;
   private stopping: Promise<void> | null = null;
   private keepAlive: NodeJS.Timeout | null = null;
-  private offClusterEvents: (() => void) | null = null;
   private clusterRef: ClusterServices | null = null;
-  private signalSweeper: SignalSweeper | null = null;
-  private leaseAudit: LeaseAudit | null = null;
+  /** The sweep, the lease audit and the event wiring of a started node (./node-services.ts). */
+  private services: NodeServices | null = null;
   private machineRegistry: MachineRegistry | null = null;
   /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
   private readonly offConnectionFaults: () => void;
@@ -338,59 +336,16 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     this.node.attach(this.runtime);
     this.runtime.start();
     cluster.start();
-    // Times out parked signal waits (docs/composition.md#signals).
-    this.signalSweeper = new SignalSweeper({
-      deps: this.composition,
-      clock: c.clock,
-      // A node that runs durable machines sweeps at least every second even when it knows no deadline: a
-      // timer parked by a node that died since must still fire within about a second of its due time.
-      ...(this.machineRegistry ? { idleIntervalMs: 1000 } : {}),
-    });
-    this.signalSweeper.start();
-    // Releases rows leased to this node that it does not run (a claim's reply lost after its commit).
-    const runtime = this.runtime;
-    const leaseAudit = new LeaseAudit({
+    this.services = startNodeServices({
+      config: c,
+      composition: this.composition,
       store: this.store,
-      nodeId: c.nodeId,
-      node: {
-        heldIds: () => runtime.heldIds(),
-        claimsInFlight: () => runtime.claimsInFlight(),
-        released: () => {
-          runtime.requestFullPass();
-          runtime.wake("local");
-        },
-      },
-      intervalMs: c.runtimeOptions.cluster.leaseAuditIntervalMs,
-      graceMs: c.runtimeOptions.cluster.leaseAuditGraceMs,
-      clock: c.clock,
       events: this.events,
-      logger: c.logger.child({ nodeId: c.nodeId }),
+      runtime: this.runtime,
+      node: this.node,
+      tracing,
+      runsMachines: this.machineRegistry !== null,
     });
-    this.leaseAudit = leaseAudit;
-    leaseAudit.start();
-    // A node declared dead by the others (it missed heartbeats) has had its jobs recovered: the ones
-    // still waiting in its buffer would run a second time, so they are dropped.
-    // A failed claim (the poll's, or one lane's) may have committed: its reply can be what was lost.
-    const offClaimFailed = this.events.on("error", (e) => {
-      if (e.where === "claim" || e.where.startsWith("claim (")) leaseAudit.suspect();
-    });
-    const offDead = this.events.on("cluster:heartbeat", (e) => {
-      if (e.wasDeclaredDead) this.runtime?.dropBuffered("this node was declared dead by the cluster");
-    });
-    // Recovered orphans are PENDING again under their old ids and scheduled times, where only a full pass
-    // of the claim cursors sees them (an idle node backs its full pass off to a minute): look now.
-    const offRecovered = this.events.on("cluster:orphans-recovered", () => {
-      this.node.afterRelease();
-      this.runtime?.wake("local");
-    });
-    // The batched internals (claims, outcome flushes, wakeups) as spans, when asked for.
-    const offInternals = tracing?.options.internals ? traceInternals(tracing, this.events) : null;
-    this.offClusterEvents = () => {
-      offClaimFailed();
-      offDead();
-      offRecovered();
-      offInternals?.();
-    };
     // pawl's timers are unref'd so they never hold a host process open on their own; a started node,
     // like a listening server, keeps its process alive until stop(), even while the database is down.
     this.keepAlive = setInterval(() => {}, 3_600_000);
@@ -412,12 +367,11 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       // Maintenance stops first; the heartbeat goes on until the drain is over, so a long grace is not
       // mistaken for a death, and the node leaves the cluster once its last outcome is written.
       await this.clusterRef?.stopMaintenance();
-      await this.signalSweeper?.stop();
-      await this.leaseAudit?.stop();
+      await this.services?.stopSweeps();
       const aborted = this.runtime ? await this.runtime.stop(graceMs) : 0;
       await this.clusterRef?.stop();
       await this.node.closeCoordinator();
-      this.offClusterEvents?.();
+      this.services?.off();
       if (this.keepAlive) clearInterval(this.keepAlive);
       this.keepAlive = null;
       this.events.emit("node:stopped", { nodeId: this.nodeId, aborted });
