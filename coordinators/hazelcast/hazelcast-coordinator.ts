@@ -75,7 +75,9 @@ export class HazelcastCoordinator extends BaseCoordinator {
     if (this.closed) return;
     // Loaded here rather than by a static import: an ESM bundle (esbuild) hoists a static import of an
     // external package to its top, so a worker that never chose this transport would need the package.
-    const { default: hazelcast } = await import("hazelcast-client");
+    // The module's named exports, not its `default`: Node gives a CommonJS package's exports both ways, but
+    // a loader that honours the package's `__esModule` flag (tsx, some bundlers) gives no `default`.
+    const hazelcast: typeof hazelcastModule = await import("hazelcast-client");
     this.lib = hazelcast;
     if (this.closed) return;
     const firstConnection = new Promise<void>((resolve) => (this.settleStart = resolve));
