@@ -36,8 +36,18 @@ export class MachineFinishedError extends PawlError {
     readonly jobId: string,
     /** The job's status when the send was refused (SUCCEEDED, DEAD or CANCELED). */
     readonly status: string,
+    /**
+     * Set when this send's wake found another live job holding the machine's unique key: the machine was
+     * CANCELED then (the live job wins, as for a signal) and the event is never delivered.
+     */
+    readonly liveJobId?: string,
   ) {
-    super("MACHINE_FINISHED", `machine ${jobId} has finished (${status}); the event was not stored`);
+    super(
+      "MACHINE_FINISHED",
+      liveJobId === undefined
+        ? `machine ${jobId} has finished (${status}); the event was not stored`
+        : `machine ${jobId} was canceled: live job ${liveJobId} holds its unique key; the event is not delivered`,
+    );
     this.name = "MachineFinishedError";
   }
 }

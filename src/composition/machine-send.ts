@@ -43,7 +43,8 @@ export function validateMachineEvent(event: unknown): { type: string } {
  * Stores an event for a machine and wakes it when parked.
  *
  * @throws ValidationError for a bad id or event (nothing stored); JobNotFoundError for an unknown job;
- *   NotAMachineError for a job that is no durable machine; MachineFinishedError when the machine has ended.
+ *   NotAMachineError for a job that is no durable machine; MachineFinishedError when the machine has ended,
+ *   or when this send's wake canceled it because another live job holds its unique key (`liveJobId`).
  */
 export async function sendToMachine(
   deps: CompositionDeps,
@@ -64,6 +65,11 @@ export async function sendToMachine(
     return { seq: stored.seq, woken: await tx.wake(jobId) };
   });
   if ("woken" in woken) await wake(deps, [woken.woken]);
-  else if ("duplicate" in woken) reportDuplicates(deps, [woken.duplicate], "signal");
+  else if ("duplicate" in woken) {
+    // The wake canceled the machine (another live job took its unique key while it was parked): the event
+    // is stored but will never be consumed, so the send must not report it as accepted.
+    reportDuplicates(deps, [woken.duplicate], "signal");
+    throw new MachineFinishedError(jobId, "CANCELED", woken.duplicate.liveJobId);
+  }
   return { jobId, seq };
 }

@@ -192,6 +192,9 @@ export function contextServices(
                 // after it committed is not undone), it runs again and parks again (its steps are kept).
                 events.emit("error", { where: "park for a durable wait", error: toError(error) });
                 writer.reschedule({ id: park.id, delayMs: 1000, ...(lease ? { lease } : {}) }, () => {});
+                // If the park did commit, the hand-back is refused, and only the park's re-check can wake a
+                // wait that ended meanwhile: it runs again until it answers.
+                durable.recheckLater(park.id, job);
               },
             );
           },

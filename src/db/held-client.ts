@@ -157,9 +157,11 @@ export function inHeldTransaction<T>(
     // each statement's own snapshot. Under repeatable read or serializable the snapshot would be taken
     // before the lock was granted, and the read would miss what the previous holder committed. Here, not
     // in the session settings, because a transaction pooler or the user's own pool carries none of those.
-    await db.query(begin);
     let out: T;
     try {
+      // Inside the try: with a budget, BEGIN and SET LOCAL are two statements, and a SET that failed after
+      // the BEGIN would otherwise hand the connection back inside an aborted transaction.
+      await db.query(begin);
       out = await fn(db);
     } catch (error) {
       if (db.failure === undefined) {

@@ -3,9 +3,10 @@
  * 41): node A runs a durable job to its `ctx.sleep`, is killed with SIGKILL, the database restarts, and
  * node B, started afterwards, resumes the job at its due time, past its recorded steps (none runs again).
  *
- * Destructive: it restarts the database server, so it runs only with PAWL_DESTRUCTIVE_TESTS=1, and
- * PAWL_PG_CLUSTER must name a private cluster (pg_createcluster) that DATABASE_URL points at, never the
- * shared one:
+ * Destructive: it restarts the database server, so it runs only with PAWL_DESTRUCTIVE_TESTS=1, in the
+ * destructive group (`npm run test:destructive`, alone after the suite, as pg-restart.test.ts does).
+ * PAWL_PG_CLUSTER ("15 main" by default) names the cluster that DATABASE_URL points at, so it can run
+ * against a cluster of one's own:
  *
  *   PAWL_DESTRUCTIVE_TESTS=1 PAWL_PG_CLUSTER="15 durable" \
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5460/test npx vitest run test/processes/durable-sleep-restart.test.ts
@@ -16,9 +17,8 @@ import type pg from "pg";
 import { setupSchema, testPawl } from "../helpers/pawl.js";
 import { killAll, NodeProcess, until, withDump } from "./harness.js";
 
-const cluster = process.env.PAWL_PG_CLUSTER;
-const enabled = process.env.PAWL_DESTRUCTIVE_TESTS === "1" && cluster !== undefined;
-const [version, name] = (cluster ?? "").split(/\s+/) as [string, string];
+const enabled = process.env.PAWL_DESTRUCTIVE_TESTS === "1";
+const [version, name] = (process.env.PAWL_PG_CLUSTER ?? "15 main").split(/\s+/) as [string, string];
 const sleepMs = 15_000;
 
 function restartDatabase(): Promise<void> {

@@ -47,7 +47,17 @@ export interface DurableServices {
    * over. Resolves false when the node no longer held the job (nothing written).
    */
   park(nodeId: string, park: DurablePark, job: ParkedWork): Promise<boolean>;
+  /**
+   * After a park that failed, or whose outcome is unknown (a lost reply): runs its re-check again, in the
+   * background with backoff, until one answers. Only the re-check wakes a job whose wait ended while it
+   * was parking (its last child ended, its signal came), and a wait without a deadline has no sweep to
+   * fall back on. Harmless when the park never committed: the re-check only touches a parked row.
+   */
+  recheckLater(id: string, job: ParkedWork): void;
 }
+
+/** Tries of {@link DurableServices.recheckLater}: 1, 2, 4 ... 30 s apart, about 10 minutes in all. */
+const recheckTries = 24;
 
 /** What waking a parked job announces (its type, queue and priority). */
 export interface ParkedWork {
@@ -109,11 +119,29 @@ export function durableServices(
     },
     async park(nodeId, park, job) {
       if (!(await store.park(nodeId, park))) return false;
-      // What it waits for came while it parked: it is PENDING again, so the nodes are told as a signal would.
-      if (await store.recheck(park.id)) {
-        await announce(deps, [{ id: park.id, ...job, scheduledTime: new Date() }], undefined, true);
-      }
+      await recheck(park.id, job);
       return true;
     },
+    recheckLater(id, job) {
+      const attempt = (n: number): void => {
+        const timer = setTimeout(
+          () => {
+            recheck(id, job).catch(() => {
+              if (n + 1 < recheckTries) attempt(n + 1);
+            });
+          },
+          Math.min(1000 * 2 ** n, 30_000),
+        );
+        timer.unref();
+      };
+      attempt(0);
+    },
   };
+
+  // What it waits for came while it parked: it is PENDING again, so the nodes are told as a signal would.
+  async function recheck(id: string, job: ParkedWork): Promise<void> {
+    if (await store.recheck(id)) {
+      await announce(deps, [{ id, ...job, scheduledTime: new Date() }], undefined, true);
+    }
+  }
 }

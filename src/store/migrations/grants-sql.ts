@@ -82,8 +82,6 @@ export function grantsSql(schema: string, role: string, level: GrantLevel): stri
       `GRANT SELECT, INSERT ON ${s}.scheduler_job_queue TO ${r};`,
       `GRANT UPDATE (status, paused_by, updated_at) ON ${s}.scheduler_job_queue TO ${r};`,
       `GRANT SELECT ON ${s}.scheduler_pause TO ${r};`,
-      // A keyed job's insert adds its key to the live keys (0017's trigger runs as the inserting role).
-      `GRANT INSERT ON ${s}.scheduler_keyed_live TO ${r};`,
       // Job ids come from the queue's sequence; a client checks the schema's version before its first write.
       `GRANT USAGE ON SEQUENCE ${s}.scheduler_job_queue_id_seq TO ${r};`,
       `GRANT SELECT ON ${s}.pawl_migrations TO ${r};`,

@@ -2040,8 +2040,13 @@ CREATE TABLE {{schema}}.scheduler_keyed_live (
 -- so no transaction that is adding a row of the key can be in flight. Shared locks never wait for each
 -- other, and the claim never waits for this one (it only tries), so no deadlock can form here. At most 64
 -- lock entries per transaction, however many keys it writes.
+-- It runs as its owner (SECURITY DEFINER, with a pinned search_path; every name in it is qualified): a
+-- trigger function runs as the role whose write fired it, and a role granted before this migration (a
+-- 0.2.0 node's, an enqueue-only role) has no privilege on the new table, so its keyed writes would fail.
 CREATE FUNCTION {{schema}}.pawl_keyed_live_add() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(hashtext('pawl live keys {{schema}}'), hashtext(NEW.concurrency_key) & 63);
   INSERT INTO {{schema}}.scheduler_keyed_live VALUES (NEW.concurrency_key) ON CONFLICT DO NOTHING;
