@@ -177,6 +177,34 @@ describe("durable machines", () => {
     }
   });
 
+  it("refuses a send whose wake cancels the machine because a live job took its unique key", async () => {
+    nodes = await startNodes(schema, 1, (n) =>
+      n.registerMachine(
+        "order",
+        orderMachine(async () => ({ receipt: "r" })),
+      ),
+    );
+    const [a] = nodes as [Pawl];
+    const job = await a.enqueue("order", { orderId: "o-uk", amount: 1 }, { uniqueKey: "order-o-uk" });
+    await parked(a, job.id);
+    // Parked (WAITING), the machine no longer holds its unique key: a later job of the key is live.
+    const client = testPawl(schema);
+    try {
+      const live = await client.enqueue(
+        "order",
+        { orderId: "o-uk2", amount: 1 },
+        { uniqueKey: "order-o-uk", runAt: new Date(Date.now() + 3_600_000) },
+      );
+      expect(live.id).not.toBe(job.id);
+      const sent = client.send(job.id, { type: "PAY" });
+      await expect(sent).rejects.toBeInstanceOf(MachineFinishedError);
+      await expect(sent).rejects.toMatchObject({ status: "CANCELED", liveJobId: live.id });
+      expect(await client.getJob(job.id)).toMatchObject({ status: "CANCELED" });
+    } finally {
+      await client.close();
+    }
+  });
+
   it("buffers events sent while an invoke runs and delivers them in send order", async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
