@@ -89,6 +89,13 @@ export class ClaimCycle {
       },
       (error: unknown) => {
         reservation.release();
+        // Jobs an earlier statement of this poll handed over are running: their claim is reported even
+        // though the poll failed (metrics, and whoever tells a job's first claim from its second).
+        this.reportClaim(
+          early.flatMap((b) => b.jobs),
+          reservation.limit,
+          started,
+        );
         // The rows did not move: their due times still stand for the poll after the backoff.
         d.dues.putBack(due.taken);
         d.logger.warn("claim failed; the poller backs off", { error: String(error) });
@@ -117,6 +124,18 @@ export class ClaimCycle {
     return jobs;
   }
 
+  /** The `claim` event of a poll's jobs (none: no event). */
+  private reportClaim(jobs: readonly ClaimedJob[], limit: number, started: number): void {
+    const { clock, events } = this.d;
+    if (jobs.length === 0 || !events.has("claim")) return;
+    events.emit("claim", {
+      jobs: jobs.map(jobInfo),
+      limit,
+      durationMs: clock.now() - started,
+      boosts: jobs.filter((j) => j.boost > 0).map((j) => j.boost),
+    });
+  }
+
   private after(
     batches: readonly LaneBatch[],
     limit: number,
@@ -127,14 +146,7 @@ export class ClaimCycle {
     const now = clock.now();
     const late = this.buffer(batches);
     const jobs = early.length === 0 ? late : [...early.flatMap((b) => b.jobs), ...late];
-    if (jobs.length > 0 && events.has("claim")) {
-      events.emit("claim", {
-        jobs: jobs.map(jobInfo),
-        limit,
-        durationMs: now - started,
-        boosts: jobs.filter((j) => j.boost > 0).map((j) => j.boost),
-      });
-    }
+    this.reportClaim(jobs, limit, started);
     const strategy = this.d.actor("strategy");
     strategy?.send({
       type: "POLLED",
