@@ -282,14 +282,7 @@ export class DurableRun {
   /** See JobContext.waitForSignal (the named form). */
   async waitForSignal<P>(rawName: string, options?: DurableWaitOptions): Promise<SignalDelivery<P>> {
     const name = this.take(rawName);
-    const timeoutMs = waitTimeoutMs(options?.timeoutMs);
-    if (timeoutMs === undefined) {
-      throw new DurableStepError(
-        "INVALID_STEP",
-        name,
-        `invalid timeoutMs ${JSON.stringify(options?.timeoutMs)}: use a number of ms >= 1`,
-      );
-    }
+    const timeoutMs = checkedWaitTimeout(name, options?.timeoutMs);
     const { rec, decision } = await this.decide(name, "signal");
     if (decision === "replay" && rec) {
       this.emit(name, "signal", "replayed");
@@ -360,14 +353,7 @@ export class DurableRun {
     const single = !Array.isArray(children);
     const list = (single ? [children] : children) as readonly (SpawnedJob | string)[];
     const ids = list.map((c) => (typeof c === "string" ? c : (c as SpawnedJob | null)?.id));
-    const timeoutMs = waitTimeoutMs(options?.timeoutMs);
-    if (timeoutMs === undefined) {
-      throw new DurableStepError(
-        "INVALID_STEP",
-        name,
-        `invalid timeoutMs ${JSON.stringify(options?.timeoutMs)}: use a number of ms >= 1`,
-      );
-    }
+    const timeoutMs = checkedWaitTimeout(name, options?.timeoutMs);
     const { rec, decision } = await this.decide(name, "wait");
     if (decision === "replay" && rec) {
       this.emit(name, "wait", "replayed");
@@ -434,4 +420,17 @@ function childrenResult<R>(name: string, result: unknown, single: boolean): R | 
   if (failed) throw new ChildJobFailedError(failed.id, failed.status, failed.error, outcomes);
   const results = outcomes.map((o) => o.result as R);
   return single ? (results[0] as R) : results;
+}
+
+/** A wait's `timeoutMs` option in ms (null: none); one out of range is a typed error naming the step. */
+function checkedWaitTimeout(name: string, raw: unknown): number | null {
+  const ms = waitTimeoutMs(raw);
+  if (ms === undefined) {
+    throw new DurableStepError(
+      "INVALID_STEP",
+      name,
+      `invalid timeoutMs ${JSON.stringify(raw)}: use a number of ms >= 1`,
+    );
+  }
+  return ms;
 }
