@@ -97,7 +97,7 @@ describe("durable handlers", () => {
     ]);
   });
 
-  it("a duplicate name and a result that does not round-trip are typed errors, and nothing is recorded", async () => {
+  it("a duplicate name, a result that does not round-trip and a bad wait timeout are typed errors, and nothing is recorded", async () => {
     const seen: unknown[] = [];
     const [node] = await startNodes(schema, 1, (n) =>
       n.register(
@@ -107,6 +107,10 @@ describe("durable handlers", () => {
             if (p.what === "dup") {
               await ctx.step("a", () => 1);
               await ctx.step("a", () => 2);
+            } else if (p.what === "wait") {
+              // A bad timeout on either wait: the first is caught here, the second reached and caught too.
+              await ctx.waitForSignal("w1", { timeoutMs: 0 }).catch((e: unknown) => seen.push(e));
+              await ctx.waitFor("w2", [], { timeoutMs: Number.NaN });
             } else {
               await ctx.step("when", () => new Date());
             }
@@ -121,11 +125,14 @@ describe("durable handlers", () => {
     nodes = [node!];
     const dup = await node!.enqueue("misuse", { what: "dup" });
     const bad = await node!.enqueue("misuse", { what: "date" });
+    const wait = await node!.enqueue("misuse", { what: "wait" });
     await node!.waitFor(dup, { timeoutMs: 10_000 });
     await node!.waitFor(bad, { timeoutMs: 10_000 });
+    await node!.waitFor(wait, { timeoutMs: 10_000 });
     const codes = seen.map((e) => (e instanceof DurableStepError ? e.code : String(e))).sort();
-    expect(codes).toEqual(["DUPLICATE_STEP", "STEP_RESULT_INVALID"]);
+    expect(codes).toEqual(["DUPLICATE_STEP", "INVALID_STEP", "INVALID_STEP", "STEP_RESULT_INVALID"]);
     expect(await steps(bad.id)).toEqual([]);
+    expect(await steps(wait.id)).toEqual([]);
     expect((await steps(dup.id)).map((s) => s.name)).toEqual(["a"]);
   });
 
