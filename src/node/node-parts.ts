@@ -157,6 +157,14 @@ export function buildNodeParts(deps: NodeRuntimeDeps, links: NodeLinks): NodePar
     budgets: new ClaimBudgets(deps.options.claimStatementTimeoutMs, clock, (r) => {
       if (events.has("claim-statement")) events.emit("claim-statement", r);
     }),
+    // The poll itself succeeded (the other statement answered), so the claim cycle reports nothing: the
+    // failure is reported here, as a claim's, which also brings the lease audit forward.
+    onStatementFailed: (error, kind) => {
+      logger.warn(`${kind} claim statement failed; the poll kept the other statement's jobs`, {
+        error: String(error),
+      });
+      events.emit("error", { where: `claim (${kind})`, error: toError(error) });
+    },
   };
   const lanes = NodeLanes.build({
     concurrency: deps.concurrency,
@@ -209,6 +217,7 @@ function withKeyedClaim(inner: Claimer, o: ClaimerOptions, queue?: string): Clai
     withPayload: o.withPayload,
     clock: o.clock,
     ...(o.budgets === undefined ? {} : { budgets: o.budgets }),
+    ...(o.onStatementFailed === undefined ? {} : { onStatementFailed: o.onStatementFailed }),
     ...(queue === undefined ? {} : { queue }),
   });
 }

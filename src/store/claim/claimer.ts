@@ -17,6 +17,12 @@ export interface ClaimerOptions {
   clock: Clock;
   /** The time budgets of the node's claim statements (./claim-budgets.ts); absent: no budget. */
   budgets?: ClaimBudgets;
+  /**
+   * A statement of a poll failed while another of the same poll answered, so the poll returns jobs and
+   * does not fail. Told here so the failure is still reported: a claim that failed may have committed
+   * with its reply lost, and the node's lease audit must look soon (docs/fault-tolerance.md).
+   */
+  onStatementFailed?: (error: unknown, kind: "keyed" | "unkeyed") => void;
 }
 
 /** Claims batches for one node. */

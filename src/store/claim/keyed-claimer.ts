@@ -23,7 +23,7 @@ import {
   type KeyedClaimPlan,
 } from "../../logic/keyed-claim-policy.js";
 import type { ClaimBudgets } from "./claim-budgets.js";
-import type { Claimer } from "./claimer.js";
+import type { Claimer, ClaimerOptions } from "./claimer.js";
 import type { ClaimedJob } from "./claim-jobs.js";
 import type { KeyedClaim, KeyedClaimArgs } from "./keyed-claim.js";
 
@@ -41,6 +41,8 @@ export interface KeyedClaimerOptions {
   recheckMs?: number;
   /** The time budgets of the node's claim statements (./claim-budgets.ts); absent: no budget. */
   budgets?: ClaimBudgets;
+  /** See {@link ClaimerOptions.onStatementFailed}. */
+  onStatementFailed?: ClaimerOptions["onStatementFailed"];
 }
 
 /** The unkeyed claimer plus the keyed claim; see the module comment. */
@@ -119,8 +121,9 @@ export class KeyedClaimer implements Claimer {
             return side === "keyed"
               ? await this.keyed(left, types)
               : await this.unkeyed(plan, left, types, dueLevels);
-          } catch {
+          } catch (error) {
             this.secondFailures++;
+            this.o.onStatementFailed?.(error, side);
             return [];
           }
         };
@@ -137,6 +140,8 @@ export class KeyedClaimer implements Claimer {
           // database that is still failing fails the next poll, which reports it.
           if (claimed.length === 0 && !delivered) throw (failed[0] as PromiseRejectedResult).reason;
           this.secondFailures += failed.length;
+          if (keyed.status === "rejected") this.o.onStatementFailed?.(keyed.reason, "keyed");
+          if (unkeyed.status === "rejected") this.o.onStatementFailed?.(unkeyed.reason, "unkeyed");
         }
         return claimed;
       }

@@ -18,6 +18,7 @@ function claimers(
   plain: () => Promise<ClaimedJob[]>,
   keyed: () => Promise<KeyedClaim>,
   clock = new ManualClock(0),
+  failed: Array<{ error: unknown; kind: string }> = [],
 ) {
   const inner = {
     claim: plain,
@@ -31,6 +32,7 @@ function claimers(
     withPayload: true,
     clock,
     recheckMs: 1000,
+    onStatementFailed: (error, kind) => failed.push({ error, kind }),
   });
 }
 
@@ -55,6 +57,34 @@ describe("KeyedClaimer when one of its claims fails", () => {
     clock.advance(1000);
     expect((await c.claim(10, ["t"])).map((j) => j.id)).toEqual(["p1"]);
     expect(c.describe()).toMatchObject({ keyed: { secondClaimFailures: 1 } });
+  });
+
+  it("tells each failure the poll swallowed, naming its kind (a lost reply's claim may have committed)", async () => {
+    const failed: Array<{ error: unknown; kind: string }> = [];
+    const c = claimers(
+      async () => [job("p1")],
+      async () => {
+        throw lost;
+      },
+      new ManualClock(0),
+      failed,
+    );
+    expect((await c.claim(10, ["t"])).map((j) => j.id)).toEqual(["p1"]);
+    expect(failed).toEqual([{ error: lost, kind: "keyed" }]);
+  });
+
+  it("does not tell a failure the poll threw (the claim cycle reports that one)", async () => {
+    const failed: Array<{ error: unknown; kind: string }> = [];
+    const c = claimers(
+      async () => [],
+      async () => {
+        throw lost;
+      },
+      new ManualClock(0),
+      failed,
+    );
+    await expect(c.claim(10, ["t"])).rejects.toBe(lost);
+    expect(failed).toEqual([]);
   });
 
   it("keeps the keyed claim's jobs when the plain claim after it fails", async () => {
