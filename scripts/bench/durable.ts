@@ -19,7 +19,8 @@
  * sides pay a machine node's one-second deadline sweep.
  *
  * Flags (direct run): --database-url URL (default BENCH_DATABASE_URL, else pawl_bench_durable on the local
- * server), --parked 100000, --jobs 5000, --steps 10, --sleepers 200, --idle-ms 30000, --machines, --json.
+ * server), --parked 100000, --jobs 5000, --steps 10, --sleepers 200, --idle-ms 30000, --machines. It prints
+ * the result as JSON on stdout and its progress on stderr.
  */
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
