@@ -293,6 +293,27 @@ export async function storeEvent(
   return { seq, status };
 }
 
+/**
+ * Starts afresh the machines of those of the jobs that are DEAD (a `dlq.retry` with `steps: "discard"`, in
+ * its transaction, before the jobs move back to the live table): no snapshot, no timers, no invoke
+ * occurrences, and no version, so the next run starts the type's current definition from the job's payload,
+ * as a new job would. The event numbers go on and the history stays; events still pending (accepted, never
+ * delivered) stay pending, delivered to the fresh machine in their order. A live job's machine is never
+ * touched. Returns how many machines were reset.
+ */
+export async function restartMachines(db: Queryable, t: Tables, jobIds: readonly string[]): Promise<number> {
+  const stmt = named(
+    t,
+    "machine_restart",
+    `UPDATE ${machines(t)} m
+     SET snapshot = NULL, timers = '[]', occurrences = '{}', version = NULL, finished_at = NULL,
+         updated_at = now()
+     WHERE m.job_id = ANY($1::bigint[])
+       AND EXISTS (SELECT 1 FROM ${t.finished} f WHERE f.id = m.job_id AND f.status = 'DEAD')`,
+  );
+  return (await db.query(stmt([jobIds]))).rowCount ?? 0;
+}
+
 /** One event of a machine's history. */
 export interface MachineEventRecord {
   seq: number;
