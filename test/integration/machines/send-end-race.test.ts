@@ -13,29 +13,17 @@ import { cancelJob } from "../../../src/store/jobs/cancel-job.js";
 import { storeEvent } from "../../../src/store/machines/machine-sql.js";
 import { onAny } from "../../helpers/events.js";
 import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
-import { orderMachine } from "./order-machine.js";
+import { heldCharge, orderMachine } from "./order-machine.js";
 
 let schema: string;
 let pool: pg.Pool;
 let cleanup: () => Promise<void>;
 let nodes: Pawl[] = [];
-let release!: () => void;
-const gate = new Promise<void>((r) => (release = r));
-let charging!: () => void;
-const charged = new Promise<void>((r) => (charging = r));
+const { charge, charged, release } = heldCharge();
 
 beforeAll(async () => {
   ({ schema, pool, cleanup } = await setupSchema("msendrace"));
-  nodes = await startNodes(schema, 1, (n) =>
-    n.registerMachine(
-      "order",
-      orderMachine(async () => {
-        charging();
-        await gate;
-        return { receipt: "r" };
-      }),
-    ),
-  );
+  nodes = await startNodes(schema, 1, (n) => n.registerMachine("order", orderMachine(charge)));
 });
 
 afterAll(async () => {
