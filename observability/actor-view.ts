@@ -3,7 +3,7 @@
  * of the busy slots (job, step, watchdog deadline and phase), which is what one looks for first when a
  * node seems stuck. Built on demand from snapshots; nothing is recorded in between.
  */
-import type { InspectionEvent } from "xstate";
+import type { ActorRefLike, InspectionEvent } from "xstate";
 import type { ActorNode, ActorTree } from "../src/index.js";
 import { sanitize } from "./sanitize.js";
 import type { MachineSource, MachinesView } from "./machines-view.js";
@@ -20,6 +20,21 @@ export interface InspectableRuntime {
   };
   /** The node's memory of rate-limit keys it was refused (absent on an older runtime). */
   readonly rates?: { closedKeys(): { key: string; openAt: number; refused: number }[] };
+  /**
+   * The durable machines running on the node: each has an actor of its own, outside the root's system, whose
+   * inspection events come here (null or absent: none are followed).
+   */
+  readonly machines?: InspectableMachines | null;
+}
+
+/** The durable machines of {@link InspectableRuntime}: their inspection events, the live ones, their definitions. */
+export interface InspectableMachines {
+  /** Follows every machine's inspection events (each machine actor's `inspect` observer forwards here). */
+  inspect(observer: (event: InspectionEvent) => void): { unsubscribe(): void };
+  /** The machine actors running on the node now. */
+  live(): readonly ActorRefLike[];
+  /** The config of the machine a job of `type` on `version` runs on this node (what Stately draws), if registered. */
+  configOf(type: string, version: string | null): unknown;
 }
 
 /** A rate-limit key this node knows to be closed, in {@link ActorsView}. */

@@ -31,6 +31,7 @@ export type {
   InspectorNode,
   InspectorOptions,
   InspectorSource,
+  InspectableMachines,
   InspectableRuntime,
   RequestHandler,
 } from "./inspector.js";

@@ -1,6 +1,8 @@
 /**
  * One observation of a node's actor system, shared by everything in `pawl/observability` that follows it:
- * the inspector's SSE streams and the Stately inspector bridge. Each consumer adds a listener; the feed is
+ * the inspector's SSE streams and the Stately inspector bridge. The durable machines running on the node
+ * are actors of their own, outside the node's system (src/node/machines/machine-runner.ts): the feed follows
+ * them too, through the runtime's `machines`, into the same listeners. Each consumer adds a listener; the feed is
  * subscribed to `system.inspect` only while it has at least one listener and the node runs, so a node
  * nobody watches pays nothing, and two consumers cost one subscription, not two.
  *
@@ -46,7 +48,8 @@ export function inspectionFeed(node: FeedNode): InspectionFeed {
 
 function createFeed(node: FeedNode): InspectionFeed {
   const listeners = new Set<InspectionListener>();
-  let subscription: { unsubscribe(): void } | null = null;
+  /** The node's actor system's subscription and its durable machines' (which run outside that system). */
+  let subscription: { unsubscribe(): void }[] | null = null;
   let offNode: (() => void) | null = null;
 
   const dispatch = (e: InspectionEvent) => {
@@ -62,11 +65,13 @@ function createFeed(node: FeedNode): InspectionFeed {
   const attach = () => {
     if (subscription !== null || listeners.size === 0) return;
     const rt = node.nodeRuntime;
-    if (rt) subscription = rt.root.system.inspect(dispatch);
+    if (!rt) return;
+    subscription = [rt.root.system.inspect(dispatch)];
+    if (rt.machines) subscription.push(rt.machines.inspect(dispatch));
   };
 
   const detach = () => {
-    subscription?.unsubscribe();
+    for (const s of subscription ?? []) s.unsubscribe();
     subscription = null;
   };
 

@@ -31,7 +31,13 @@ import {
 import { inspectionFeed } from "./inspection-feed.js";
 import { inspectionKinds, serializeInspectionEvent, type InspectionKind } from "./sanitize.js";
 
-export type { ActorsView, BusySlot, InspectorSource, InspectableRuntime } from "./actor-view.js";
+export type {
+  ActorsView,
+  BusySlot,
+  InspectorSource,
+  InspectableMachines,
+  InspectableRuntime,
+} from "./actor-view.js";
 export type { MachineActorView, MachinesView, MachineSource } from "./machines-view.js";
 export type { RequestHandler, SurfaceLogger } from "./http-guard.js";
 

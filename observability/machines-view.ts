@@ -5,7 +5,8 @@
  * store instead, bounded, and splits them into live (a node runs one now) and parked (it waits for an
  * event or a timer, in PostgreSQL only).
  */
-import type { MachineSummary } from "../src/store/operator/machine-list-sql.js";
+import { machineActorId } from "../src/node/machines/machine-inspection.js";
+import type { MachineListOptions, MachineSummary } from "../src/store/operator/machine-list-sql.js";
 
 /** One durable machine in {@link MachinesView}. */
 export interface MachineActorView {
@@ -42,7 +43,9 @@ export interface MachinesView {
 
 /** Where the inspector reads durable machines: a {@link Pawl}'s store satisfies it. */
 export interface MachineSource {
-  readonly store?: { readonly operator: { machines(limit: number): Promise<MachineSummary[]> } };
+  readonly store?: {
+    readonly operator: { machines(limit: number, options?: MachineListOptions): Promise<MachineSummary[]> };
+  };
 }
 
 /** Reads the machines view, or null when the source has no store. */
@@ -50,7 +53,7 @@ export async function machinesView(source: MachineSource, limit: number): Promis
   if (!source.store) return null;
   const rows = await source.store.operator.machines(limit + 1);
   const shown = rows.slice(0, limit).map((m): MachineActorView => ({
-    id: `machine-${m.jobId}`,
+    id: machineActorId(m.jobId),
     jobId: m.jobId,
     type: m.type,
     version: m.version,
@@ -67,4 +70,13 @@ export async function machinesView(source: MachineSource, limit: number): Promis
     limit,
     more: rows.length > limit,
   };
+}
+
+/**
+ * The newest `limit` parked machines (WAITING or PENDING: no node runs them), by job id, each with its
+ * persisted context, raw: the caller sanitizes it. None without a store or with `limit` 0.
+ */
+export async function parkedMachines(source: MachineSource, limit: number): Promise<MachineSummary[]> {
+  if (!source.store || limit <= 0) return [];
+  return source.store.operator.machines(limit, { context: true, parkedOnly: true });
 }

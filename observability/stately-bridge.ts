@@ -11,6 +11,9 @@
  *   package then turns these sanitised events into its wire format (`inspect.next`), so what reaches the
  *   inspector is what the SSE stream shows.
  * - Actors alive when the bridge connects are announced first, so the inspector knows them.
+ * - Durable machines (`registerMachine`) show too (stately-machines.ts): a running one is an actor of its own
+ *   whose events come through the same feed; the parked ones, held only in PostgreSQL, are read from the
+ *   store each time the relay connection opens and on `refresh()`, at most `maxParkedMachines` of them.
  * - The transport (stately-socket.ts) never throws into the host and stops for good on `close()`.
  * - A relay beyond loopback needs a `token` (sent as a Bearer header on the WebSocket upgrade); without
  *   one the bridge refuses to start (InsecureSurfaceError), as the console and the inspector do.
@@ -25,6 +28,8 @@ import type { InspectableRuntime } from "./actor-view.js";
 import { redactUrl } from "../src/core/redact.js";
 import { InsecureSurfaceError, isLoopback } from "./access.js";
 import { inspectionFeed } from "./inspection-feed.js";
+import { parkedMachines, type MachineSource } from "./machines-view.js";
+import { liveMachineAnnouncements, parkedMachineEvents } from "./stately-machines.js";
 import { sanitizeSnapshot, serializeInspectionEvent, type SanitizeOptions } from "./sanitize.js";
 import { StatelySocket, type WebSocketClass } from "./stately-socket.js";
 
@@ -48,6 +53,12 @@ export interface StatelyBridgeOptions {
   /** Told once per outage when the relay cannot be reached. Default: nothing. */
   onError?: (error: unknown) => void;
   /**
+   * The most parked durable machines shown: the newest (by job id) among the machines that have not ended,
+   * read from the store when the relay connection opens and on {@link StatelyBridge.refresh}. 0 shows none.
+   * Default 100, at most 499.
+   */
+  maxParkedMachines?: number;
+  /**
    * Sent as `Authorization: Bearer <token>` when connecting to the relay. Required for a relay beyond
    * loopback: the bridge refuses to send a node's actor system to another host unauthenticated.
    */
@@ -63,12 +74,17 @@ export interface StatelyBridge {
   /** Events sent to the relay, and events dropped (disconnected too long, or a full socket). */
   readonly sent: number;
   readonly dropped: number;
+  /**
+   * Reads the parked durable machines from the store again and sends each one's current snapshot (it is
+   * done each time the relay connection opens). Resolves to how many were sent; 0 once closed.
+   */
+  refresh(): Promise<number>;
   /** Stops following the node and closes the socket for good. Idempotent. */
   close(): void;
 }
 
-/** The slice of a {@link Pawl} the bridge needs. */
-export interface StatelyBridgeNode {
+/** The slice of a {@link Pawl} the bridge needs (the store for the parked machines, when it has one). */
+export interface StatelyBridgeNode extends MachineSource {
   readonly nodeRuntime: InspectableRuntime | null;
   on<E extends PawlEventName>(name: E, listener: (payload: PawlEvents[E]) => void): () => void;
 }
@@ -121,6 +137,10 @@ export function bridgeWith(
 ): StatelyBridge {
   const url = options.url ?? "ws://localhost:8080";
   checkRelay(url, options.token);
+  const maxParked = options.maxParkedMachines ?? 100;
+  if (!Number.isInteger(maxParked) || maxParked < 0 || maxParked > 499)
+    throw new TypeError("connectStatelyInspector: maxParkedMachines must be a whole number from 0 to 499");
+  const onError = options.onError ?? (() => {});
   const sanitizing: SanitizeOptions = { includePayloads: options.includePayloads ?? false };
   const prefixes = (options.actors ?? []).filter((p) => p.length > 0);
   const socket = new StatelySocket(modules.WebSocket, {
@@ -128,8 +148,10 @@ export function bridgeWith(
     maxDeferred: options.maxDeferredEvents ?? 200,
     maxBufferedBytes: options.maxBufferedBytes ?? 1024 * 1024,
     reconnectMs: options.reconnectMs ?? 5_000,
-    onError: options.onError ?? (() => {}),
+    onError,
     headers: options.token === undefined ? {} : { Authorization: `Bearer ${options.token}` },
+    // A relay (re)connected gets the parked machines as they are now; a failed read is told to onError.
+    onOpen: () => void refresh().catch(onError),
   });
   const stately = modules.createInspector(socket, { autoStart: false });
   let closed = false;
@@ -163,7 +185,21 @@ export function bridgeWith(
     };
     const actors = [root, ...keyed.filter((a) => a !== root).sort((x, y) => depth(x) - depth(y))];
     for (const actorRef of actors) forward({ type: "@xstate.actor", actorRef, rootId: root.sessionId });
+    for (const e of liveMachineAnnouncements(rt)) forward(e);
   };
+
+  /** Sends a stand-in of each parked machine (stately-machines.ts), read from the store now. */
+  async function refresh(): Promise<number> {
+    if (closed) return 0;
+    const parked = await parkedMachines(pawl, maxParked);
+    let sent = 0;
+    for (const machine of parked) {
+      if (closed) break;
+      for (const e of parkedMachineEvents(machine, pawl.nodeRuntime)) forward(e);
+      sent++;
+    }
+    return sent;
+  }
 
   socket.start();
   const stopListening = inspectionFeed(pawl).listen(forward);
@@ -181,6 +217,7 @@ export function bridgeWith(
     get dropped() {
       return socket.dropped;
     },
+    refresh,
     close() {
       if (closed) return;
       closed = true;

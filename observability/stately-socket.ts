@@ -28,6 +28,8 @@ export interface StatelySocketOptions {
   onError: (error: unknown) => void;
   /** Headers of the WebSocket upgrade request (the relay's `Authorization`). */
   headers?: Record<string, string>;
+  /** Called each time the connection opens, after the deferred events are sent. Must not throw. */
+  onOpen?: () => void;
 }
 
 /** A `@statelyai/inspect` Adapter over a WebSocket (see the file's comment). */
@@ -116,6 +118,11 @@ export class StatelySocket {
         } catch {
           this.dropped++;
         }
+      }
+      try {
+        this.options.onOpen?.();
+      } catch {
+        // A throwing listener changes nothing.
       }
     });
     ws.on("error", (error) => {

@@ -18,7 +18,10 @@ export interface DeadLetterRetryOptions {
    * What a durable job (docs/durable.md) keeps of its recorded steps: `keep` (the default) resumes it from
    * its last recorded step (the step that failed runs again; the ones before it do not); `discard` deletes
    * them, in the retry's transaction, so it starts over from its first step (signals it consumed stay
-   * consumed; children it spawned stay, and new ones are spawned).
+   * consumed; children it spawned stay, and new ones are spawned). A durable machine's job
+   * (docs/durable-machines.md) starts afresh too: its saved snapshot, timers and version are reset in the
+   * same transaction, so it starts the current definition from its payload; the events it already handled
+   * stay in its history, and those still pending are delivered to the fresh machine, in order.
    */
   steps?: "keep" | "discard";
 }
@@ -74,6 +77,8 @@ export function deadLetterQueue<Tasks = PawlTasks>(
         steps === "keep"
           ? store.retryDead(list)
           : store.transaction(async (tx) => {
+              // The machine rows before the job rows move back: the lock order of machine-sql.ts.
+              await tx.durable.restartMachines(list);
               await tx.durable.discardSteps(list);
               return tx.retryDead(list);
             }),

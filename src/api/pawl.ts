@@ -35,6 +35,7 @@ import { startNodeServices, type NodeServices } from "./node-services.js";
 import type { AnyStateMachine } from "xstate";
 import { MachineRegistry } from "../node/machines/machine-registry.js";
 import { runMachine } from "../node/machines/machine-runner.js";
+import { MachineInspection } from "../node/machines/machine-inspection.js";
 import type { IsTyped, PawlTasks, TaskName, TaskPayload, TaskResult, TypedEvent } from "../input/task-map.js";
 import type { HealthReport } from "../logic/health.js";
 import { HealthProbe, type HealthOptions } from "./node-health.js";
@@ -99,6 +100,10 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
   /** The sweep, the lease audit and the event wiring of a started node (./node-services.ts). */
   private services: NodeServices | null = null;
   private machineRegistry: MachineRegistry | null = null;
+  /** The machines this node runs, as the inspection views see them (their definitions from the registry). */
+  private readonly machineInspection = new MachineInspection(
+    (type, version) => this.machineRegistry?.definition(type, version)?.machine.config,
+  );
   /** Forwards the pool's survived connection faults as `database:connection-error` events (metrics). */
   private readonly offConnectionFaults: () => void;
   /** Follows the heartbeat and the polls for {@link Pawl.health}. */
@@ -202,7 +207,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
     const { version, ...typeOptions } = options;
     const def = MachineRegistry.define(type, machine, version);
     const registry = (this.machineRegistry ??= new MachineRegistry());
-    const deps = { store: this.machines, registry };
+    const deps = { store: this.machines, registry, inspection: this.machineInspection };
     const handler: Handler = (payload, ctx) => runMachine(deps, type, payload, ctx);
     // The handler reads the registry on every run, so a later version only adds a definition.
     if (!registry.has(type)) this.register(type as never, handler as never, typeOptions as never);
@@ -321,6 +326,7 @@ export class Pawl<Tasks extends object = PawlTasks> extends PawlClient<Tasks> {
       coordinator,
       queues: c.queues,
       durable: durableServices(this.composition),
+      machines: this.machineInspection,
       tracer: tracing ? attemptTracer(tracing, c.nodeId) : null,
       createClaimer: (options) =>
         c.claimCursors

@@ -34,6 +34,7 @@ import type { ResolvedRuntimeOptions } from "../input/runtime-config.js";
 import { SlotPool } from "./claim/slot-pool.js";
 import { WatchdogArming } from "./attempt/watchdog-arming.js";
 import type { ClaimedJob } from "../store/claim/claim-jobs.js";
+import type { MachineInspection } from "./machines/machine-inspection.js";
 
 /** What the runtime is built from. */
 export interface NodeRuntimeDeps {
@@ -61,6 +62,8 @@ export interface NodeRuntimeDeps {
   queues?: ReadonlyMap<string, number> | null;
   /** The durable handlers' services (docs/durable.md); absent: durable calls fail with NOT_DURABLE. */
   durable?: DurableServices | null;
+  /** The inspection of the durable machines this node runs (the inspector and the Stately bridge read it). */
+  machines?: MachineInspection | null;
 }
 
 /** What the parts call back into the runtime for; none of it is called while the parts are built. */

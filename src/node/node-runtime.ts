@@ -32,6 +32,7 @@ import type { WatchdogArming } from "./attempt/watchdog-arming.js";
 import type { CancelCheck } from "./cancel-check.js";
 import { bufferMarks, type BufferMarks } from "../logic/buffer-marks.js";
 import { buildNodeParts, type NodeRuntimeDeps } from "./node-parts.js";
+import type { MachineInspection } from "./machines/machine-inspection.js";
 
 /**
  * Outcomes not yet written beyond which the node stops claiming (see {@link NodeRuntime.room}): two of the
@@ -53,6 +54,8 @@ export class NodeRuntime {
   private readonly breakers: BreakerGate;
   /** Admission to rate limits, and the node's memory of closed keys (the inspector reads it). */
   readonly rates: RateGate;
+  /** The durable machines running here and their inspection events (the inspector reads it). */
+  readonly machines: MachineInspection | null;
   /** Attempts in flight by job id. */
   private readonly runs = new Map<string, JobRun>();
   /** Jobs whose park (`ctx.waitForSignal()`) is being written: still leased to this node until it lands. */
@@ -78,6 +81,7 @@ export class NodeRuntime {
   constructor(readonly deps: NodeRuntimeDeps) {
     const { clock, logger, events } = deps;
     this.tracer = deps.tracer ?? null;
+    this.machines = deps.machines ?? null;
     this.marks = bufferMarks(deps.prefetch);
     const parts = buildNodeParts(deps, {
       runs: this.runs,

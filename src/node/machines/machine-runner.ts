@@ -37,6 +37,7 @@ import type { PendingEvent } from "../../store/machines/machine-sql.js";
 import { withDurableInvokes, type StepRun } from "./durable-invokes.js";
 import type { MachineDefinition } from "./machine-definition.js";
 import { MachineSnapshotMismatchError } from "./machine-errors.js";
+import { machineActorId, type MachineInspection } from "./machine-inspection.js";
 import type { MachineRegistry } from "./machine-registry.js";
 
 /** What a machine runner needs. */
@@ -49,6 +50,8 @@ export interface MachineRunnerDeps {
   busyPollMs?: number;
   /** A timer due within this many ms is waited for on the node instead of parking. Default 200. */
   holdMs?: number;
+  /** The node's inspection of its machines (the inspector's stream, the Stately bridge). */
+  inspection?: MachineInspection;
 }
 
 /** The job no longer belongs to this node (its lease was swept, or it was canceled): stop, write nothing. */
@@ -144,12 +147,17 @@ export async function runMachine(deps: MachineRunnerDeps, type: string, payload:
     },
     stepRunner(ctx),
   );
-  const actor = createActor(
-    machine,
-    saved ? { snapshot: saved as never, clock: silentClock } : { input: payload, clock: silentClock },
-  );
+  const inspection = deps.inspection;
+  const actor = createActor(machine, {
+    ...(saved ? { snapshot: saved as never } : { input: payload }),
+    clock: silentClock,
+    // The id the inspector's views give the machine; the node's observer sees the actor from its creation.
+    id: machineActorId(jobId),
+    ...(inspection ? { inspect: inspection.observe } : {}),
+  });
   // An actor error with no error observer is rethrown globally: the loop reads the error from the snapshot.
   actor.subscribe({ error: () => {} });
+  inspection?.started(actor);
   try {
     actor.start();
     for (const t of savedTimers(first.timers)) {
@@ -158,6 +166,7 @@ export async function runMachine(deps: MachineRunnerDeps, type: string, payload:
     return await drive(deps, { actor, def, type, jobId, nodeId, occurrences, ctx, now }, saved === null);
   } finally {
     actor.stop();
+    inspection?.stopped(actor);
   }
 }
 

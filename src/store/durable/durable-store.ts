@@ -32,6 +32,7 @@ import {
   type WaitBegin,
 } from "./step-sql.js";
 import type { StepRecord } from "./step-row.js";
+import { restartMachines } from "../machines/machine-sql.js";
 
 export type { DurablePark } from "./durable-park-sql.js";
 export type { NamedSignalResult, SignalWoken } from "./signal-inbox-sql.js";
@@ -69,6 +70,11 @@ export interface DurableStore {
   wakeDue(at: Date): Promise<number>;
   /** Deletes every step of those of these jobs that are DEAD (a `dlq.retry` that starts them over). */
   discardSteps(jobIds: readonly string[]): Promise<number>;
+  /**
+   * Starts afresh the durable machines of those of these jobs that are DEAD (the same retry): snapshot,
+   * timers, invoke occurrences and version reset; pending events kept (machine-sql.ts restartMachines).
+   */
+  restartMachines(jobIds: readonly string[]): Promise<number>;
   /** One batch of the pruner's pass over steps, signals or machines of jobs that are gone. */
   pruneOrphans(table: DurablePrunable, afterJobId: string, limit: number): Promise<DurablePruneBatch>;
   /** Hints the postgres wakeup channel from SQL that jobs were made runnable again (a bare client's wake). */
@@ -124,6 +130,9 @@ export class PostgresDurableStatements implements DurableStore {
   }
   discardSteps(jobIds: readonly string[]): Promise<number> {
     return discardSteps(this.db, this.t, jobIds);
+  }
+  restartMachines(jobIds: readonly string[]): Promise<number> {
+    return restartMachines(this.db, this.t, jobIds);
   }
   pruneOrphans(table: DurablePrunable, afterJobId: string, limit: number): Promise<DurablePruneBatch> {
     return pruneOrphans(this.db, this.t, table, afterJobId, limit);

@@ -3,10 +3,13 @@
  * persisted snapshot, timers and invoke occurrences) and its event inbox.
  *
  * The machine row is the machine's lock. A send takes it to number its event (so numbers follow commit
- * order), then stores the event and wakes the parked job, in one transaction. The machine's runner takes
- * it to consume an event together with the snapshot that event produced, to park (after a last look at the
- * inbox) and to finish. So a send either commits before the park, which then sees its event and does not
- * park, or after it, and then finds the job parked and wakes it: no event waits on a sleeping machine.
+ * order), then the live job row (so the job cannot end before the send commits), then stores the event and
+ * wakes the parked job, in one transaction. The machine's runner takes it to consume an event together with
+ * the snapshot that event produced, to park (after a last look at the inbox) and to finish. Lock order,
+ * wherever both are taken: the machine row first, then the job row (the send; the runner's park); whatever
+ * ends a job (an outcome, a cancel, a sweep) takes the job row only. So a send either commits before the
+ * park, which then sees its event and does not park, or after it, and then finds the job parked and wakes
+ * it: no event waits on a sleeping machine.
  *
  * Every write of the runner is guarded by the job's lease ({@link heldBySql}): a node that lost the job (its
  * lease swept after a missed heartbeat) can no longer change the machine.
@@ -263,9 +266,20 @@ export async function storeEvent(
   );
   const row = (await db.query<{ last_seq: string; finished_at: Date | null }>(lock([jobId, found.type])))
     .rows[0];
-  // Read again under the lock (a fresh snapshot): the job may have ended while the send waited for it.
-  const now = (await db.query<{ type: string; status: string }>(job([jobId]))).rows[0];
-  const status = now?.status ?? found.status;
+  // Then the live job row, locked until this send commits: a kill, cancel or DEAD that commits first is
+  // seen here (the lock waits for it, and the row it moved to the finished table is gone from the live
+  // one), and one that comes later waits for this send, so an event is never accepted for a job that
+  // ended before it committed. The order is the runner's (machine row, then job row: its park), and the
+  // paths that end a job lock only the job row, so no deadlock can form.
+  const live = named(
+    t,
+    "machine_send_lock_job",
+    `SELECT j.status FROM ${t.jobs} j WHERE j.id = $1 FOR NO KEY UPDATE`,
+  );
+  const locked = (await db.query<{ status: string }>(live([jobId]))).rows[0];
+  const now = locked ?? (await db.query<{ type: string; status: string }>(job([jobId]))).rows[0];
+  if (!now) return { refused: "not-found" }; // deleted since the first read (pruned, or deleted at success)
+  const status = now.status;
   if (!row || row.finished_at !== null || ["SUCCEEDED", "DEAD", "CANCELED"].includes(status)) {
     return { refused: "finished", status: row?.finished_at ? "SUCCEEDED" : status };
   }
@@ -277,6 +291,27 @@ export async function storeEvent(
   );
   await db.query(insert([jobId, seq, eventJson]));
   return { seq, status };
+}
+
+/**
+ * Starts afresh the machines of those of the jobs that are DEAD (a `dlq.retry` with `steps: "discard"`, in
+ * its transaction, before the jobs move back to the live table): no snapshot, no timers, no invoke
+ * occurrences, and no version, so the next run starts the type's current definition from the job's payload,
+ * as a new job would. The event numbers go on and the history stays; events still pending (accepted, never
+ * delivered) stay pending, delivered to the fresh machine in their order. A live job's machine is never
+ * touched. Returns how many machines were reset.
+ */
+export async function restartMachines(db: Queryable, t: Tables, jobIds: readonly string[]): Promise<number> {
+  const stmt = named(
+    t,
+    "machine_restart",
+    `UPDATE ${machines(t)} m
+     SET snapshot = NULL, timers = '[]', occurrences = '{}', version = NULL, finished_at = NULL,
+         updated_at = now()
+     WHERE m.job_id = ANY($1::bigint[])
+       AND EXISTS (SELECT 1 FROM ${t.finished} f WHERE f.id = m.job_id AND f.status = 'DEAD')`,
+  );
+  return (await db.query(stmt([jobIds]))).rowCount ?? 0;
 }
 
 /** One event of a machine's history. */

@@ -23,7 +23,7 @@ import { validateDeadLetterFilter, type DeadLetterFilter } from "../../input/fil
 import type { Queryable, Tables } from "../../db/sql.js";
 import { validateJobId } from "../../input/job-id.js";
 import { storableText } from "../../core/input-text.js";
-import { listMachines, type MachineSummary } from "./machine-list-sql.js";
+import { listMachines, type MachineListOptions, type MachineSummary } from "./machine-list-sql.js";
 
 /** Bounded reads for operators' views. */
 export interface OperatorReads {
@@ -50,8 +50,11 @@ export interface OperatorReads {
    * the busiest keys (concurrency-keys-sql.ts; bounded however many keys there are).
    */
   concurrencyKeys(bounds?: ConcurrencyKeysBounds): Promise<ConcurrencyKeys>;
-  /** The newest durable machines that have not ended, running or parked (machine-list-sql.ts). */
-  machines(limit: number): Promise<MachineSummary[]>;
+  /**
+   * The newest durable machines that have not ended, running or parked (machine-list-sql.ts); with
+   * `context`, each with its persisted context (else null: a view that does not show it does not read it).
+   */
+  machines(limit: number, options?: MachineListOptions): Promise<MachineSummary[]>;
 }
 
 /**
@@ -109,7 +112,7 @@ export class PostgresOperatorReads implements OperatorReads {
     return readConcurrencyKeys(this.db, this.t, bounds);
   }
 
-  machines(limit: number): Promise<MachineSummary[]> {
-    return listMachines(this.db, this.t, limit);
+  machines(limit: number, options?: MachineListOptions): Promise<MachineSummary[]> {
+    return listMachines(this.db, this.t, limit, options);
   }
 }

@@ -60,3 +60,20 @@ export function orderMachine(charge: Charge, options: { timeoutMs?: number; onEr
     output: ({ context }) => ({ orderId: context.orderId, receipt: context.receipt, notes: context.notes }),
   });
 }
+
+/**
+ * A payment held until `release()`, for a test that needs a machine running on its node (in its invoke):
+ * `charged` resolves when the first payment starts; each payment's receipt is `r-<orderId>`.
+ */
+export function heldCharge(): { charge: Charge; charged: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let charging!: () => void;
+  const charged = new Promise<void>((r) => (charging = r));
+  const charge: Charge = async ({ orderId }) => {
+    charging();
+    await gate;
+    return { receipt: `r-${orderId}` };
+  };
+  return { charge, charged, release };
+}

@@ -14,29 +14,17 @@ import {
 } from "../../../observability/index.js";
 import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
 import { onAny } from "../../helpers/events.js";
-import { orderMachine } from "../machines/order-machine.js";
+import { heldCharge, orderMachine } from "../machines/order-machine.js";
 
 let cleanup: () => Promise<void>;
 let nodes: Pawl[] = [];
 const servers: MetricsServer[] = [];
-let release!: () => void;
-const gate = new Promise<void>((r) => (release = r));
-let charging!: () => void;
-const charged = new Promise<void>((r) => (charging = r));
+const { charge, charged, release } = heldCharge();
 
 beforeAll(async () => {
   const s = await setupSchema("insp_mach");
   cleanup = s.cleanup;
-  nodes = await startNodes(s.schema, 1, (n) =>
-    n.registerMachine(
-      "order",
-      orderMachine(async ({ orderId }) => {
-        charging();
-        await gate;
-        return { receipt: `r-${orderId}` };
-      }),
-    ),
-  );
+  nodes = await startNodes(s.schema, 1, (n) => n.registerMachine("order", orderMachine(charge)));
 });
 
 afterAll(async () => {

@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { WebSocket, WebSocketServer } from "ws";
+import { WebSocket } from "ws";
 import { createInspectorServer } from "@statelyai/inspect/server";
 import { MissingDependencyError, type Pawl } from "../../../src/index.js";
 import {
@@ -27,17 +27,9 @@ import {
 import { loadStatelyModules } from "../../../observability/stately-bridge.js";
 import { setupSchema, testPawl } from "../../helpers/pawl.js";
 import { jobEvent } from "../../helpers/events.js";
+import { relay, type RelayMessage } from "../../helpers/stately-relay.js";
 
-type Message = {
-  type: string;
-  name?: string;
-  sessionId: string;
-  parentId?: string;
-  definition?: string;
-  _version?: string;
-  event?: { type?: string; outcome?: unknown } & Record<string, unknown>;
-  snapshot?: { value?: unknown; status?: unknown; context?: unknown };
-};
+type Message = RelayMessage;
 type SseEvent = { type: string; actor: string; event?: Message["event"]; snapshot?: Message["snapshot"] };
 
 let schema: string;
@@ -47,33 +39,6 @@ let inspector: Inspector;
 let http: Server;
 let base: string;
 const huge = "x".repeat(100_000);
-
-/** A relay stand-in: a `ws` server on a free port that records every message. */
-async function relay(port = 0) {
-  const wss = new WebSocketServer({ host: "127.0.0.1", port });
-  await new Promise<void>((r) => wss.once("listening", () => r()));
-  const messages: Message[] = [];
-  const sockets = new Set<WebSocket>();
-  const authorizations: (string | undefined)[] = [];
-  let connections = 0;
-  wss.on("connection", (ws, req) => {
-    connections++;
-    authorizations.push(req.headers.authorization);
-    sockets.add(ws);
-    ws.on("close", () => sockets.delete(ws));
-    ws.on("message", (data) => messages.push(JSON.parse(String(data)) as Message));
-  });
-  return {
-    url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`,
-    messages,
-    sockets,
-    authorizations,
-    get connections() {
-      return connections;
-    },
-    close: () => new Promise<void>((r) => wss.close(() => r())),
-  };
-}
 
 /** Follows the node's SSE stream of one slot; resolves once it is connected. */
 async function sse(actor: string) {
