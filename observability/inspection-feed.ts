@@ -12,6 +12,7 @@
 import type { InspectionEvent } from "xstate";
 import type { PawlEventName, PawlEvents } from "../src/index.js";
 import type { InspectableRuntime } from "./actor-view.js";
+import type { InspectionOrigin } from "./user-data.js";
 
 /** What the feed needs of a node: a {@link Pawl} satisfies it. */
 export interface FeedNode {
@@ -19,8 +20,12 @@ export interface FeedNode {
   on<E extends PawlEventName>(name: E, listener: (payload: PawlEvents[E]) => void): () => void;
 }
 
-/** A listener of the feed: called inside the actors' transitions, so it should be quick. */
-export type InspectionListener = (event: InspectionEvent) => void;
+/**
+ * A listener of the feed: called inside the actors' transitions, so it should be quick. `origin` says
+ * whether the event is of the node's own actors or of a durable machine's (whose data is the user's:
+ * user-data.ts).
+ */
+export type InspectionListener = (event: InspectionEvent, origin: InspectionOrigin) => void;
 
 /** The shared observation of one node's actor system. */
 export interface InspectionFeed {
@@ -52,10 +57,10 @@ function createFeed(node: FeedNode): InspectionFeed {
   let subscription: { unsubscribe(): void }[] | null = null;
   let offNode: (() => void) | null = null;
 
-  const dispatch = (e: InspectionEvent) => {
+  const dispatch = (e: InspectionEvent, origin: InspectionOrigin) => {
     for (const l of listeners) {
       try {
-        l(e);
+        l(e, origin);
       } catch {
         // Runs inside the actors' transitions: nothing may throw into them.
       }
@@ -66,8 +71,8 @@ function createFeed(node: FeedNode): InspectionFeed {
     if (subscription !== null || listeners.size === 0) return;
     const rt = node.nodeRuntime;
     if (!rt) return;
-    subscription = [rt.root.system.inspect(dispatch)];
-    if (rt.machines) subscription.push(rt.machines.inspect(dispatch));
+    subscription = [rt.root.system.inspect((e) => dispatch(e, "node"))];
+    if (rt.machines) subscription.push(rt.machines.inspect((e) => dispatch(e, "machine")));
   };
 
   const detach = () => {

@@ -30,6 +30,7 @@ import {
 } from "./http-guard.js";
 import { inspectionFeed } from "./inspection-feed.js";
 import { inspectionKinds, serializeInspectionEvent, type InspectionKind } from "./sanitize.js";
+import { withoutUserData, type InspectionOrigin } from "./user-data.js";
 
 export type {
   ActorsView,
@@ -54,7 +55,10 @@ export interface InspectorOptions {
   maxStreams?: number;
   /** Where failures answered with a 500 are logged; `false` for nowhere. Default: stderr, warnings and up. */
   logger?: SurfaceLogger;
-  /** Include job payloads and handler results in the views. Default false. */
+  /**
+   * Include job payloads and handler results in the views, and durable machines' contexts, events and
+   * outputs in the stream. Default false: a machine is streamed by its state values and event types.
+   */
   includePayloads?: boolean;
   /** The path of the tree; the stream is at `<basePath>/stream`. Default `/debug/actors`. */
   basePath?: string;
@@ -129,7 +133,7 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
   let seq = 0;
   let closed = false;
 
-  const onInspection = (e: InspectionEvent) => {
+  const onInspection = (e: InspectionEvent, origin: InspectionOrigin) => {
     // Runs inside the actors' transitions: it must never throw into them.
     try {
       const kind = e.type.slice("@xstate.".length);
@@ -138,7 +142,11 @@ export function createInspector(pawl: InspectorNode, options: InspectorOptions =
       for (const s of streams) {
         if (!s.kinds.has(kind)) continue;
         if (s.prefixes.length > 0 && !s.prefixes.some((p) => id.startsWith(p))) continue;
-        data ??= JSON.stringify(serializeInspectionEvent(e, { includePayloads }));
+        data ??= JSON.stringify(
+          serializeInspectionEvent(origin === "machine" && !includePayloads ? withoutUserData(e) : e, {
+            includePayloads,
+          }),
+        );
         write(s, `id: ${++seq}\ndata: ${data}\n\n`);
       }
     } catch {

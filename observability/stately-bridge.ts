@@ -31,6 +31,12 @@ import { inspectionFeed } from "./inspection-feed.js";
 import { parkedMachines, type MachineSource } from "./machines-view.js";
 import { liveMachineAnnouncements, parkedMachineEvents } from "./stately-machines.js";
 import { sanitizeSnapshot, serializeInspectionEvent, type SanitizeOptions } from "./sanitize.js";
+import {
+  configWithoutUserData,
+  snapshotWithoutUserData,
+  withoutUserData,
+  type InspectionOrigin,
+} from "./user-data.js";
 import { StatelySocket, type WebSocketClass } from "./stately-socket.js";
 
 /** Options of {@link connectStatelyInspector}. */
@@ -40,7 +46,10 @@ export interface StatelyBridgeOptions {
    * `createInspectorServer()` of `@statelyai/inspect/server` listens.
    */
   url?: string;
-  /** Include job payloads and handler results (as the inspector's option). Default false. */
+  /**
+   * Include job payloads and handler results, and durable machines' contexts, events and outputs (as the
+   * inspector's option). Default false: a machine is shown by its state values, statuses and event types.
+   */
   includePayloads?: boolean;
   /** Keep only actors whose id starts with one of these (as the stream's `?actor=`). Default: all. */
   actors?: string[];
@@ -141,6 +150,13 @@ export function bridgeWith(
   if (!Number.isInteger(maxParked) || maxParked < 0 || maxParked > 499)
     throw new TypeError("connectStatelyInspector: maxParkedMachines must be a whole number from 0 to 499");
   const onError = options.onError ?? (() => {});
+  const tell = (error: unknown) => {
+    try {
+      onError(error);
+    } catch {
+      // The host's handler failed; the bridge carries on.
+    }
+  };
   const sanitizing: SanitizeOptions = { includePayloads: options.includePayloads ?? false };
   const prefixes = (options.actors ?? []).filter((p) => p.length > 0);
   const socket = new StatelySocket(modules.WebSocket, {
@@ -150,8 +166,9 @@ export function bridgeWith(
     reconnectMs: options.reconnectMs ?? 5_000,
     onError,
     headers: options.token === undefined ? {} : { Authorization: `Bearer ${options.token}` },
-    // A relay (re)connected gets the parked machines as they are now; a failed read is told to onError.
-    onOpen: () => void refresh().catch(onError),
+    // A relay (re)connected gets the parked machines as they are now; a failed read is told to onError,
+    // and an onError that throws is dropped here: nothing awaits this promise, so it would be unhandled.
+    onOpen: () => void refresh().catch(tell),
   });
   const stately = modules.createInspector(socket, { autoStart: false });
   let closed = false;
@@ -162,11 +179,13 @@ export function bridgeWith(
     return prefixes.some((p) => id.startsWith(p));
   };
 
-  const forward = (e: InspectionEvent) => {
+  const forward = (e: InspectionEvent, origin: InspectionOrigin) => {
     if (closed) return;
     // An actor is announced before it has its system id, so registrations are never filtered out.
     if (e.type !== "@xstate.actor" && !kept(e.actorRef)) return;
-    const safe = sanitized(e, sanitizing);
+    // A durable machine's context, events and outputs are the user's data (user-data.ts).
+    const userData = origin === "machine" && sanitizing.includePayloads !== true;
+    const safe = sanitized(userData ? withoutUserData(e) : e, sanitizing, userData);
     if (safe !== null) stately.inspect.next?.(safe);
   };
 
@@ -184,8 +203,9 @@ export function bridgeWith(
       return d;
     };
     const actors = [root, ...keyed.filter((a) => a !== root).sort((x, y) => depth(x) - depth(y))];
-    for (const actorRef of actors) forward({ type: "@xstate.actor", actorRef, rootId: root.sessionId });
-    for (const e of liveMachineAnnouncements(rt)) forward(e);
+    for (const actorRef of actors)
+      forward({ type: "@xstate.actor", actorRef, rootId: root.sessionId }, "node");
+    for (const e of liveMachineAnnouncements(rt)) forward(e, "machine");
   };
 
   /** Sends a stand-in of each parked machine (stately-machines.ts), read from the store now. */
@@ -195,7 +215,7 @@ export function bridgeWith(
     let sent = 0;
     for (const machine of parked) {
       if (closed) break;
-      for (const e of parkedMachineEvents(machine, pawl.nodeRuntime)) forward(e);
+      for (const e of parkedMachineEvents(machine, pawl.nodeRuntime)) forward(e, "machine");
       sent++;
     }
     return sent;
@@ -234,16 +254,17 @@ export function bridgeWith(
  * package reads (ids, parent, the machine's definition, and a sanitised snapshot). Action and microstep
  * events, which the package does not show, are left out (null).
  */
-function sanitized(e: InspectionEvent, options: SanitizeOptions): InspectionEvent | null {
+function sanitized(e: InspectionEvent, options: SanitizeOptions, userData: boolean): InspectionEvent | null {
   switch (e.type) {
     case "@xstate.actor":
-      return { ...e, actorRef: standIn(e.actorRef, options) as AnyActorRef };
+      return { ...e, actorRef: standIn(e.actorRef, options, userData) as AnyActorRef };
     case "@xstate.event": {
       const record = serializeInspectionEvent(e, options);
       return {
         ...e,
-        actorRef: standIn(e.actorRef, options) as AnyActorRef,
-        sourceRef: e.sourceRef === undefined ? undefined : (standIn(e.sourceRef, options) as AnyActorRef),
+        actorRef: standIn(e.actorRef, options, userData) as AnyActorRef,
+        sourceRef:
+          e.sourceRef === undefined ? undefined : (standIn(e.sourceRef, options, userData) as AnyActorRef),
         event: record.event as AnyEventObject,
       };
     }
@@ -251,7 +272,7 @@ function sanitized(e: InspectionEvent, options: SanitizeOptions): InspectionEven
       const record = serializeInspectionEvent(e, options);
       return {
         ...e,
-        actorRef: standIn(e.actorRef, options) as AnyActorRef,
+        actorRef: standIn(e.actorRef, options, userData) as AnyActorRef,
         event: record.event as AnyEventObject,
         snapshot: record.snapshot as unknown as typeof e.snapshot,
       };
@@ -267,9 +288,11 @@ function sanitized(e: InspectionEvent, options: SanitizeOptions): InspectionEven
  * asks (it defers the conversion; an actor's first snapshot does not exist yet when it is announced) and
  * sanitised like the stream's.
  */
-function standIn(ref: ActorRefLike, options: SanitizeOptions): object {
+function standIn(ref: ActorRefLike, options: SanitizeOptions, userData: boolean): object {
   const parent = parentOf(ref);
-  const config = (ref as { logic?: { config?: unknown } }).logic?.config;
+  const raw = (ref as { logic?: { config?: unknown } }).logic?.config;
+  // A durable machine's definition may carry an initial context with values in it: drawn without it.
+  const config = userData ? configWithoutUserData(raw) : raw;
   return {
     // Read late too: the system id is assigned just after the actor is announced.
     get id() {
@@ -280,7 +303,8 @@ function standIn(ref: ActorRefLike, options: SanitizeOptions): object {
     logic: typeof config === "object" && config !== null ? { config } : {},
     getSnapshot: () => {
       try {
-        return sanitizeSnapshot(ref.getSnapshot(), options);
+        const snapshot: unknown = ref.getSnapshot();
+        return sanitizeSnapshot(userData ? snapshotWithoutUserData(snapshot) : snapshot, options);
       } catch {
         return { value: null, status: null, context: null };
       }
