@@ -16,6 +16,8 @@ CREATE STATISTICS IF NOT EXISTS {{schema}}.scheduler_job_queue_status_type (mcv)
   ON status, type FROM {{schema}}.scheduler_job_queue;
 
 -- Statistics are empty until the table is analyzed. ANALYZE reads a fixed sample (300 rows per unit of
--- default_statistics_target, 30,000 by default), so this costs the same on a large table, and a server
--- with autovacuum off gets the estimate now rather than never.
-ANALYZE {{schema}}.scheduler_job_queue;
+-- default_statistics_target, 30,000 by default), so this costs about the same on a large table, and a
+-- server with autovacuum off gets the estimate now rather than never. Only the two columns: an upgrade
+-- from 0.2.0 runs this in the transaction whose ALTER TABLE (0018) holds the table's exclusive lock until
+-- commit, so the sample must not read the payloads too (a column list still builds the MCV list).
+ANALYZE {{schema}}.scheduler_job_queue (status, type);
