@@ -77,9 +77,12 @@ export function deadLetterQueue<Tasks = PawlTasks>(
         steps === "keep"
           ? store.retryDead(list)
           : store.transaction(async (tx) => {
-              // The machine rows before the job rows move back: the lock order of machine-sql.ts.
-              await tx.durable.restartMachines(list);
-              await tx.durable.discardSteps(list);
+              // The DEAD rows first (a retry of one of them committing meanwhile is waited for, then
+              // left alone), then the machine rows before the job rows move back: the lock order of
+              // machine-sql.ts.
+              const dead = await tx.durable.lockDead(list);
+              await tx.durable.restartMachines(dead);
+              await tx.durable.discardSteps(dead);
               return tx.retryDead(list);
             }),
       );

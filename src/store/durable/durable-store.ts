@@ -22,6 +22,7 @@ import {
   claimSpawn,
   discardSteps,
   linkChild,
+  lockDead,
   loadSteps,
   readStep,
   recordSpawn,
@@ -70,6 +71,11 @@ export interface DurableStore {
   wakeDue(at: Date): Promise<number>;
   /** Deletes every step of those of these jobs that are DEAD (a `dlq.retry` that starts them over). */
   discardSteps(jobIds: readonly string[]): Promise<number>;
+  /**
+   * Locks the finished rows of those of these jobs that are DEAD and returns their ids (a discarding
+   * retry's first statement: step-sql.ts lockDead).
+   */
+  lockDead(jobIds: readonly string[]): Promise<string[]>;
   /**
    * Starts afresh the durable machines of those of these jobs that are DEAD (the same retry): snapshot,
    * timers, invoke occurrences and version reset; pending events kept (machine-sql.ts restartMachines).
@@ -130,6 +136,9 @@ export class PostgresDurableStatements implements DurableStore {
   }
   discardSteps(jobIds: readonly string[]): Promise<number> {
     return discardSteps(this.db, this.t, jobIds);
+  }
+  lockDead(jobIds: readonly string[]): Promise<string[]> {
+    return lockDead(this.db, this.t, jobIds);
   }
   restartMachines(jobIds: readonly string[]): Promise<number> {
     return restartMachines(this.db, this.t, jobIds);

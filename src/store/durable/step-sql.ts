@@ -234,6 +234,22 @@ export async function recordSpawn(
  * Deletes every step of those of the jobs that are DEAD (a `dlq.retry` that starts them over; a live
  * job's steps are never touched). Returns how many rows went.
  */
+/**
+ * Locks the finished rows of those of `jobIds` that are DEAD, in id order, and returns their ids: a
+ * discarding retry resets steps and machines of exactly these, and a retry of the same job committing
+ * meanwhile (which moves the row out) is waited for and then left out, instead of having its fresh state
+ * wiped by a statement that read the row before it moved.
+ */
+export async function lockDead(db: Queryable, t: Tables, jobIds: readonly string[]): Promise<string[]> {
+  const stmt = named(
+    t,
+    "durable_lock_dead",
+    `SELECT f.id::text AS id FROM ${t.finished} f
+     WHERE f.id = ANY($1::bigint[]) AND f.status = 'DEAD' ORDER BY f.id FOR UPDATE`,
+  );
+  return (await db.query<{ id: string }>(stmt([jobIds]))).rows.map((r) => r.id);
+}
+
 export async function discardSteps(db: Queryable, t: Tables, jobIds: readonly string[]): Promise<number> {
   const d = durableTables(t);
   const stmt = named(

@@ -5,7 +5,7 @@
  * handled stay in its history, and one still pending is delivered to the fresh machine. A live machine
  * named in the same retry is left alone. `keep` (the default) resumes from the saved snapshot.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type pg from "pg";
 import type { Pawl } from "../../../src/index.js";
 import { closeAll, setupSchema, startNodes } from "../../helpers/pawl.js";
@@ -112,6 +112,42 @@ describe("dlq.retry of a DEAD machine job", () => {
     expect(after!.machine).toMatchObject({ value: "paid", context: { tries: 1, receipt: "r-fresh" } });
     expect(after!.steps!.map((s) => [s.name, s.status])).toEqual([["machine:payment#1", "succeeded"]]);
     expect(charges.filter((c) => c === "fresh")).toHaveLength(2);
+  });
+
+  it("with steps 'discard' leaves alone a machine whose job a retry committing meanwhile moved out", async () => {
+    const node = nodes[0]!;
+    broken = true;
+    const id = await deadOrder("raced");
+    // Another retry holds the DEAD row and gives the machine its state, as a `keep` retry that runs first.
+    const other = await pool.connect();
+    try {
+      await other.query("BEGIN");
+      await other.query(`SELECT id FROM "${schema}".scheduler_job_finished WHERE id = $1 FOR UPDATE`, [id]);
+      await other.query(
+        `UPDATE "${schema}".scheduler_machine SET snapshot = '{"value":"theirs"}' WHERE job_id = $1`,
+        [id],
+      );
+      const pid = (await other.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+      const discard = node.dlq.retry(id, { steps: "discard" });
+      // The discarding retry waits for the other one's row lock.
+      await vi.waitFor(async () => {
+        const { rows } = await pool.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+          [pid],
+        );
+        expect(rows[0]!.n).toBeGreaterThan(0);
+      });
+      await other.query(`DELETE FROM "${schema}".scheduler_job_finished WHERE id = $1`, [id]);
+      await other.query("COMMIT");
+      expect(await discard).toEqual([]);
+    } finally {
+      other.release();
+    }
+    const { rows } = await pool.query<{ snapshot: unknown }>(
+      `SELECT snapshot FROM "${schema}".scheduler_machine WHERE job_id = $1`,
+      [id],
+    );
+    expect(rows[0]!.snapshot).toEqual({ value: "theirs" });
   });
 
   it("by default (keep) resumes from the saved snapshot", async () => {
