@@ -87,13 +87,13 @@ export async function runSoak(o: SoakOptions, progress: (line: string) => void):
 /** The soak's windows as a text table, and the run's totals. */
 export function soakReport(r: SoakResult): string {
   const out = [
-    "| s | pickup p50 ms | p99 ms | jobs run | heap MB (after GC) | table MB | dead tuples | claims > 100 ms (node) | slowest claim ms | logged > 100 / > 500 ms | slowest logged |",
+    "| s | pickup p50 ms | p99 ms | keyed p99 ms | jobs run | heap MB (after GC) | table MB | dead tuples | claims > 100 ms (node) | slowest claim ms | logged > 100 / > 500 ms | slowest logged |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const w of r.windows) {
     const top = w.loggedSlow?.top[0];
     out.push(
-      `| ${w.at} | ${w.pickupP50} | ${w.pickupP99} | ${w.jobsRun} | ${w.heapAfterGcMB} | ${w.tableMB} | ${w.deadTuples} | ` +
+      `| ${w.at} | ${w.pickupP50} | ${w.pickupP99} | ${w.keyedP99 ?? "-"} | ${w.jobsRun} | ${w.heapAfterGcMB} | ${w.tableMB} | ${w.deadTuples} | ` +
         `${w.claims.over100}${w.claims.timedOut ? ` (${w.claims.timedOut} timed out)` : ""} | ${w.claims.maxMs} | ` +
         `${w.loggedSlow ? `${w.loggedSlow.over100} / ${w.loggedSlow.over500}` : "-"} | ${top ? `${top.ms} ${top.what}` : "-"} |`,
     );

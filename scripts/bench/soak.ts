@@ -4,14 +4,17 @@
  * attempt and succeed on the retry; 3% are enqueued one by one and awaited with `waitFor`; 10% carry one
  * of `keys` concurrency keys with `concurrencyLimit: 2`; a recurring job fires every second.
  *
- * Per window: pickup p50/p99 (handler start minus enqueue, first attempts), jobs run, heap used after a
- * forced GC, the live table's size and dead tuples, and the slowest statements: PostgreSQL's own log
+ * Per window: pickup p50/p99 (handler start minus enqueue, first attempts; p99 of the keyed ones too),
+ * jobs run, heap used after a forced GC, the live table's size and dead tuples, and the slowest statements: PostgreSQL's own log
  * (`log_min_duration_statement`, on a cluster the bench started: soak-run.ts) when there is one, and
  * always the claim statements as the node times them (its `claim-statement` event; a release without
  * that event reports its polls' claim time instead).
  *
  * At the end the producer stops and the node drains; then every job must have succeeded exactly once
  * (handler successes counted per job, and the finished table counted) and every `waitFor` returned.
+ *
+ * `SOAK_NODE_OPTIONS` (JSON, optional) is merged into the node's options, to try a setting under the same
+ * load (`'{"coordinator":"none"}'`, `'{"leaseAuditIntervalMs":3600000}'`).
  *
  * The node is loaded from `dist` (a path to a built pawl's dist/src/index.js), so the same soak runs
  * against an older build: the "before" of docs/benchmarks.md.
@@ -46,6 +49,8 @@ export interface SoakWindow {
   at: number;
   pickupP50: number;
   pickupP99: number;
+  /** Pickup p99 of the keyed jobs alone (absent in runs saved before it was measured). */
+  keyedP99?: number;
   pickups: number;
   jobsRun: number;
   heapAfterGcMB: number;
@@ -73,7 +78,7 @@ export interface SoakResult {
   errors: string[];
 }
 
-type Payload = { i: number; t: number; f?: 1 };
+type Payload = { i: number; t: number; f?: 1; k?: 1 };
 
 const mb = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
@@ -96,14 +101,17 @@ childMain(async (): Promise<SoakResult> => {
     connectionString: input.url,
     schema: SOAK_SCHEMA,
     concurrency: input.concurrency,
+    ...(JSON.parse(process.env.SOAK_NODE_OPTIONS ?? "{}") as object),
   });
   let pickups: number[] = [];
+  let keyedPickups: number[] = [];
   let jobsRun = 0;
   let ticks = 0;
   node.register(
     "soak",
     (p: Payload, ctx: { attempt: number }) => {
       if (ctx.attempt === 1) pickups.push(Date.now() - p.t);
+      if (ctx.attempt === 1 && p.k === 1) keyedPickups.push(Date.now() - p.t);
       if (p.f === 1 && ctx.attempt === 1) throw new Error("fails once on purpose");
       jobsRun++;
       if (p.i < capacity) runs[p.i] = (runs[p.i] as number) + 1;
@@ -154,7 +162,7 @@ childMain(async (): Promise<SoakResult> => {
     if (Math.random() < 0.1) {
       return {
         type: "soak",
-        payload,
+        payload: { ...payload, k: 1 },
         concurrencyKey: `key-${Math.floor(Math.random() * input.keys)}`,
         concurrencyLimit: 2,
       };
@@ -206,6 +214,8 @@ childMain(async (): Promise<SoakResult> => {
     await sleep(Math.max(0, t0 + w * input.windowSeconds * 1000 - Date.now()));
     const p = pickups;
     pickups = [];
+    const kp = keyedPickups;
+    keyedPickups = [];
     const c = claims;
     claims = { count: 0, maxMs: 0, over100: 0, over500: 0, timedOut: 0 };
     const ran = jobsRun;
@@ -226,6 +236,7 @@ childMain(async (): Promise<SoakResult> => {
       at: Math.round((Date.now() - t0) / 1000),
       pickupP50: Math.round(quantile(p, 0.5)),
       pickupP99: Math.round(quantile(p, 0.99)),
+      keyedP99: Math.round(quantile(kp, 0.99)),
       pickups: p.length,
       jobsRun: ran,
       heapAfterGcMB: heap(),
